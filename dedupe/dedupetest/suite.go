@@ -467,8 +467,8 @@ func testSweepRemovesExpired(b *bundle) {
 	b.needClock()
 	t0 := b.clock.Now()
 	rs := b.claim(hash(1), hash(2), hash(3), hash(5))
-	b.commitFor(time.Hour, rs[0].Lease)    // expires at t0+1h, swept at the boundary
-	b.commitFor(3*time.Hour, rs[1].Lease)  // kept
+	b.commitFor(time.Hour, rs[0].Lease)   // expires at t0+1h, swept at the boundary
+	b.commitFor(3*time.Hour, rs[1].Lease) // kept
 	// rs[2] keeps its 30 s lease and is swept
 	b.release(rs[3].Lease) // already gone, not counted
 	long := b.claimFor(2*time.Hour, hash(4))[0]
