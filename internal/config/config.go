@@ -1,0 +1,286 @@
+package config
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// Defaults for everything a configuration leaves out.
+const (
+	// DefaultListen is the address the gateway listens on.
+	DefaultListen = "127.0.0.1:8080"
+	// DefaultDatabase is the embedded SQLite file in the working directory.
+	DefaultDatabase = "sqlite:hookgate.db"
+	// DefaultMaxBody is the largest request body accepted.
+	DefaultMaxBody ByteSize = 1 << 20
+	// DefaultWindow is how long a dedupe key is kept: longer than every
+	// provider's retry window.
+	DefaultWindow = Duration(168 * time.Hour)
+)
+
+// What to do with a new event when the dedupe front store fails.
+const (
+	// OnStoreErrorReject answers 503 so the sender retries (the default).
+	OnStoreErrorReject = "reject"
+	// OnStoreErrorAccept stores the event, marked unverified for reconciliation.
+	OnStoreErrorAccept = "accept"
+)
+
+// The providers a source can name.
+const (
+	ProviderStandard   = "standard"
+	ProviderStripe     = "stripe"
+	ProviderGitHub     = "github"
+	ProviderShopify    = "shopify"
+	ProviderHubSpot    = "hubspot"
+	ProviderSalesforce = "salesforce"
+	ProviderShippo     = "shippo"
+	ProviderHMAC       = "hmac"
+)
+
+// providers lists every provider, in the order errors name them.
+var providers = []string{
+	ProviderStandard, ProviderStripe, ProviderGitHub, ProviderShopify,
+	ProviderHubSpot, ProviderSalesforce, ProviderShippo, ProviderHMAC,
+}
+
+// Config is the whole gateway configuration.
+type Config struct {
+	// Listen is the HTTP listen address, host:port.
+	Listen string `yaml:"listen"`
+	// Database is "sqlite:PATH"; PostgreSQL is not supported yet.
+	Database string `yaml:"database"`
+	// MaxBody is the largest request body accepted (413 above it).
+	MaxBody ByteSize `yaml:"max_body"`
+	// Dedupe holds the defaults of deduplication.
+	Dedupe Dedupe `yaml:"dedupe"`
+	// Sources are the configured senders, served at POST /in/{name}.
+	Sources []Source `yaml:"sources"`
+}
+
+// Dedupe holds the defaults of deduplication.
+type Dedupe struct {
+	// Window is how long a key is kept unless its source sets its own.
+	Window Duration `yaml:"window"`
+	// OnStoreError is [OnStoreErrorReject] or [OnStoreErrorAccept].
+	OnStoreError string `yaml:"on_store_error"`
+}
+
+// Source is one configured sender.
+type Source struct {
+	// Name is the URL segment (POST /in/{name}) and the key's provider part:
+	// lower-case letters, digits, '_' and '-'; unique.
+	Name string `yaml:"name"`
+	// Provider selects the preset: standard, stripe, github, shopify,
+	// hubspot, salesforce, shippo or hmac.
+	Provider string `yaml:"provider"`
+	// Secret is the signing secret; required by every provider but
+	// salesforce (none) and shippo (a secret, a token or both).
+	Secret Secret `yaml:"secret,omitempty"`
+	// Token is the ?token= URL parameter of salesforce and shippo; optional.
+	Token Secret `yaml:"token,omitempty"`
+	// Tenant is the tenant selector; "" keeps the preset's (or none). Only
+	// here may it be "path", the /in/{source}/{tenant} segment.
+	Tenant string `yaml:"tenant,omitempty"`
+	// PublicURL is the URL the sender posts to, when a proxy rewrites it
+	// (HubSpot signs the URL).
+	PublicURL string `yaml:"public_url,omitempty"`
+	// OrganizationID is the Salesforce organization that must have sent the
+	// message; required for salesforce.
+	OrganizationID string `yaml:"organization_id,omitempty"`
+	// Signature describes the signature header; required for hmac, only there.
+	Signature *Signature `yaml:"signature,omitempty"`
+	// Key is the event id selectors, joined in order; replaces the preset's.
+	// Required for hmac.
+	Key []string `yaml:"key,omitempty,flow"`
+	// Scope is the object type and action selectors (0-2, in that order);
+	// when set it replaces the preset's scope.
+	Scope []string `yaml:"scope,omitempty,flow"`
+	// Window is how long this source's keys are kept; 0 means Dedupe.Window.
+	Window Duration `yaml:"window,omitempty"`
+	// Entity overrides the preset's entity selectors field by field.
+	Entity Entity `yaml:"entity,omitempty"`
+}
+
+// Signature describes a generic HMAC signature header.
+type Signature struct {
+	// Header carries the signature.
+	Header string `yaml:"header"`
+	// Algorithm is the hash: sha1, sha256 (the default) or sha512.
+	Algorithm string `yaml:"algorithm,omitempty"`
+	// Encoding is the digest's text form: hex (the default) or base64.
+	Encoding string `yaml:"encoding,omitempty"`
+	// Prefix precedes the encoded digest in the header ("sha256=").
+	Prefix string `yaml:"prefix,omitempty"`
+}
+
+// Entity holds the selectors of the entity an event is about; "" keeps the
+// preset's.
+type Entity struct {
+	// Type selects the entity's type (charge, deal, ...).
+	Type string `yaml:"type,omitempty"`
+	// ID selects the entity's id within its type.
+	ID string `yaml:"id,omitempty"`
+	// Version selects the value that orders the entity's events: a number or
+	// an RFC 3339 time.
+	Version string `yaml:"version,omitempty"`
+	// State selects the entity's state, whose changes fire transitions.
+	State string `yaml:"state,omitempty"`
+}
+
+// Default returns the configuration used when there is no file: the
+// embedded SQLite store, no sources.
+func Default() Config {
+	return Config{
+		Listen:   DefaultListen,
+		Database: DefaultDatabase,
+		MaxBody:  DefaultMaxBody,
+		Dedupe:   Dedupe{Window: DefaultWindow, OnStoreError: OnStoreErrorReject},
+	}
+}
+
+// Load reads and parses the configuration file at path.
+func Load(path string) (Config, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return Config{}, fmt.Errorf("config: %w", err)
+	}
+	cfg, err := Parse(data)
+	if err != nil {
+		return Config{}, fmt.Errorf("config %s: %w", path, err)
+	}
+	return cfg, nil
+}
+
+// Parse decodes a YAML configuration strictly, fills in defaults, reads the
+// secrets from the environment and files, and validates the result. Empty
+// data gives [Default].
+func Parse(data []byte) (Config, error) {
+	return parse(data, os.LookupEnv)
+}
+
+func parse(data []byte, lookupEnv func(string) (string, bool)) (Config, error) {
+	var root yaml.Node
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	switch err := dec.Decode(&root); {
+	case errors.Is(err, io.EOF):
+		return Default(), nil
+	case err != nil:
+		return Config{}, yamlError(err)
+	}
+	var extra yaml.Node
+	if err := dec.Decode(&extra); !errors.Is(err, io.EOF) {
+		return Config{}, fmt.Errorf("%w: more than one YAML document", ErrInvalid)
+	}
+
+	// Decoding over the defaults keeps what the file leaves out and lets an
+	// explicit zero ("max_body: 0") fail validation instead of meaning default.
+	cfg := Default()
+	strict := yaml.NewDecoder(bytes.NewReader(data))
+	strict.KnownFields(true)
+	if err := strict.Decode(&cfg); err != nil {
+		return Config{}, yamlError(err)
+	}
+	for i := range cfg.Sources {
+		if cfg.Sources[i].Window == 0 {
+			cfg.Sources[i].Window = cfg.Dedupe.Window
+		}
+	}
+
+	var errs []*FieldError
+	for i := range cfg.Sources {
+		s := &cfg.Sources[i]
+		if err := s.Secret.resolve(lookupEnv); err != nil {
+			errs = append(errs, &FieldError{Field: fmt.Sprintf("sources[%d].secret", i), Err: err})
+		}
+		if err := s.Token.resolve(lookupEnv); err != nil {
+			errs = append(errs, &FieldError{Field: fmt.Sprintf("sources[%d].token", i), Err: err})
+		}
+	}
+	errs = append(errs, cfg.check()...)
+	if len(errs) > 0 {
+		lines := map[string]int{}
+		nodeLines(&root, "", lines)
+		return Config{}, joinFieldErrors(errs, lines)
+	}
+	return cfg, nil
+}
+
+// yamlError turns the decoder's error into one that starts with "config".
+func yamlError(err error) error {
+	var te *yaml.TypeError
+	if errors.As(err, &te) {
+		return fmt.Errorf("%w:\n  %s", ErrInvalid, strings.Join(te.Errors, "\n  "))
+	}
+	return fmt.Errorf("%w: %w", ErrInvalid, err)
+}
+
+// nodeLines records the line of every field path below n ("sources[2].provider").
+func nodeLines(n *yaml.Node, path string, lines map[string]int) {
+	switch n.Kind {
+	case yaml.DocumentNode:
+		for _, c := range n.Content {
+			nodeLines(c, path, lines)
+		}
+	case yaml.MappingNode:
+		lines[path] = n.Line
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			k, v := n.Content[i], n.Content[i+1]
+			p := k.Value
+			if path != "" {
+				p = path + "." + k.Value
+			}
+			lines[p] = k.Line
+			nodeLines(v, p, lines)
+		}
+	case yaml.SequenceNode:
+		lines[path] = n.Line
+		for i, c := range n.Content {
+			p := path + "[" + strconv.Itoa(i) + "]"
+			lines[p] = c.Line
+			nodeLines(c, p, lines)
+		}
+	}
+}
+
+// Source returns the source called name.
+func (c Config) Source(name string) (*Source, bool) {
+	for i := range c.Sources {
+		if c.Sources[i].Name == name {
+			return &c.Sources[i], true
+		}
+	}
+	return nil, false
+}
+
+// SQLitePath returns the file of a "sqlite:PATH" database, or "" for any
+// other database.
+func (c Config) SQLitePath() string {
+	if p, ok := strings.CutPrefix(c.Database, "sqlite:"); ok {
+		return p
+	}
+	return ""
+}
+
+// Redacted returns the configuration as YAML with every secret written as
+// "****", for `hookgate check-config`.
+func (c Config) Redacted() ([]byte, error) {
+	var buf bytes.Buffer
+	enc := yaml.NewEncoder(&buf)
+	enc.SetIndent(2)
+	if err := enc.Encode(c); err != nil {
+		return nil, fmt.Errorf("config: %w", err)
+	}
+	if err := enc.Close(); err != nil {
+		return nil, fmt.Errorf("config: %w", err)
+	}
+	return buf.Bytes(), nil
+}

@@ -1,0 +1,344 @@
+package config
+
+import (
+	"bytes"
+	"errors"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files in testdata")
+
+// testEnv is the environment the golden configurations read their secrets from.
+var testEnv = map[string]string{
+	"STRIPE_WEBHOOK_SECRET": "whsec_stripe_value",
+	"HUBSPOT_CLIENT_SECRET": "hubspot_value",
+	"SF_TOKEN":              "sf_token_value",
+	"SHIPPO_TOKEN":          "shippo_token_value",
+	"SHOPIFY_SECRET":        "shopify_value",
+	"GITHUB_SECRET":         "github_value",
+	"STANDARD_SECRET":       "whsec_standard_value",
+	"CUSTOM_SECRET":         "custom_value",
+}
+
+func lookupTestEnv(name string) (string, bool) {
+	v, ok := testEnv[name]
+	return v, ok
+}
+
+func TestParseGolden(t *testing.T) {
+	t.Parallel()
+	files, err := filepath.Glob("testdata/good/*.yaml")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no golden inputs: %v", err)
+	}
+	for _, in := range files {
+		t.Run(filepath.Base(in), func(t *testing.T) {
+			t.Parallel()
+			data, err := os.ReadFile(in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			cfg, err := parse(data, lookupTestEnv)
+			if err != nil {
+				t.Fatalf("parse: %v", err)
+			}
+			got, err := cfg.Redacted()
+			if err != nil {
+				t.Fatalf("Redacted: %v", err)
+			}
+			for _, v := range testEnv {
+				if bytes.Contains(got, []byte(v)) {
+					t.Errorf("Redacted output contains secret %q", v)
+				}
+			}
+			golden := strings.TrimSuffix(in, ".yaml") + ".golden"
+			if *update {
+				if err := os.WriteFile(golden, got, 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			want, err := os.ReadFile(golden)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(got, want) {
+				t.Errorf("Redacted() =\n%s\nwant (%s)\n%s", got, golden, want)
+			}
+		})
+	}
+}
+
+func TestParseDefaults(t *testing.T) {
+	t.Parallel()
+	cfg, err := parse([]byte("sources:\n  - {name: a, provider: stripe, secret: env:STRIPE_WEBHOOK_SECRET}\n"), lookupTestEnv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Listen != "127.0.0.1:8080" || cfg.Database != "sqlite:hookgate.db" || cfg.MaxBody != 1<<20 {
+		t.Errorf("listen/database/max_body defaults = %q %q %d", cfg.Listen, cfg.Database, cfg.MaxBody)
+	}
+	if cfg.Dedupe.Window != Duration(168*time.Hour) || cfg.Dedupe.OnStoreError != "reject" {
+		t.Errorf("dedupe defaults = %+v", cfg.Dedupe)
+	}
+	if cfg.Sources[0].Window != cfg.Dedupe.Window {
+		t.Errorf("source window = %v, want dedupe.window %v", cfg.Sources[0].Window, cfg.Dedupe.Window)
+	}
+	if got := cfg.Sources[0].Secret.Value(); got != "whsec_stripe_value" {
+		t.Errorf("secret = %q", got)
+	}
+	if got := cfg.Sources[0].Secret.Ref(); got != "env:STRIPE_WEBHOOK_SECRET" {
+		t.Errorf("secret ref = %q", got)
+	}
+
+	for _, data := range []string{"", "# nothing\n", "---\n"} {
+		cfg, err := parse([]byte(data), lookupTestEnv)
+		if err != nil {
+			t.Errorf("parse(%q): %v", data, err)
+			continue
+		}
+		if cfg.Listen != DefaultListen || cfg.MaxBody != DefaultMaxBody || cfg.Dedupe.Window != DefaultWindow {
+			t.Errorf("parse(%q) = %+v, want the defaults", data, cfg)
+		}
+	}
+	if err := Default().Validate(); err != nil {
+		t.Errorf("Default().Validate() = %v", err)
+	}
+}
+
+func TestSourceWindowKept(t *testing.T) {
+	t.Parallel()
+	cfg, err := parse([]byte(`
+dedupe: {window: 48h}
+sources:
+  - {name: a, provider: github, secret: env:GITHUB_SECRET, window: 2h}
+  - {name: b, provider: github, secret: env:GITHUB_SECRET}
+`), lookupTestEnv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Sources[0].Window != Duration(2*time.Hour) || cfg.Sources[1].Window != Duration(48*time.Hour) {
+		t.Errorf("windows = %v, %v; want 2h, 48h", cfg.Sources[0].Window, cfg.Sources[1].Window)
+	}
+}
+
+// TestParseErrors has one case per kind of invalid configuration. Each names
+// the text the error must contain (the field path or key, the value, the
+// line) and the sentinel it must match.
+func TestParseErrors(t *testing.T) {
+	t.Parallel()
+	missing := filepath.Join(t.TempDir(), "absent")
+	src := func(fields string) string {
+		return "sources:\n  - name: s\n" + fields
+	}
+	tests := []struct {
+		name string
+		yaml string
+		want []string
+		is   error
+	}{
+		{"unknown top-level key", "listen: :80\nlisten_addr: :81\n",
+			[]string{"line 2", "field listen_addr not found"}, ErrInvalid},
+		{"unknown source key", src("    provider: stripe\n    secret: env:STRIPE_WEBHOOK_SECRET\n    sekret: x\n"),
+			[]string{"line 5", "field sekret not found"}, ErrInvalid},
+		{"unknown entity key", src("    provider: stripe\n    secret: env:STRIPE_WEBHOOK_SECRET\n    entity: {kind: json:a}\n"),
+			[]string{"line 5", "field kind not found"}, ErrInvalid},
+		{"bad provider", src("    provider: strpe\n    secret: env:STRIPE_WEBHOOK_SECRET\n"),
+			[]string{"line 3: sources[0].provider: unknown provider \"strpe\" (want standard|stripe|github|shopify|hubspot|salesforce|shippo|hmac)"}, ErrInvalid},
+		{"missing provider", src(""),
+			[]string{"sources[0].provider: unknown provider \"\""}, ErrInvalid},
+		{"secret env unset", src("    provider: stripe\n    secret: env:HOOKGATE_TEST_UNSET\n"),
+			[]string{"line 4: sources[0].secret", "env:HOOKGATE_TEST_UNSET is unset or empty"}, ErrSecret},
+		{"secret file missing", src("    provider: stripe\n    secret: file:" + missing + "\n"),
+			[]string{"sources[0].secret", "file:" + missing, "no such file"}, ErrSecret},
+		{"secret written inline", src("    provider: stripe\n    secret: whsec_inline_secret_value\n"),
+			[]string{"line 4", "env:NAME or file:PATH (the value is not shown)"}, ErrInvalid},
+		{"secret missing", src("    provider: github\n"),
+			[]string{"sources[0].secret: required for provider github"}, ErrInvalid},
+		{"secret on salesforce", src("    provider: salesforce\n    organization_id: 00D5e000000AbCdEAK\n    secret: env:GITHUB_SECRET\n"),
+			[]string{"sources[0].secret: not used by provider salesforce"}, ErrInvalid},
+		{"shippo without secret or token", src("    provider: shippo\n"),
+			[]string{"sources[0].secret: provider shippo needs a secret, a token or both"}, ErrInvalid},
+		{"token on stripe", src("    provider: stripe\n    secret: env:STRIPE_WEBHOOK_SECRET\n    token: env:SF_TOKEN\n"),
+			[]string{"sources[0].token: only for providers salesforce and shippo"}, ErrInvalid},
+		{"salesforce without organization", src("    provider: salesforce\n"),
+			[]string{"sources[0].organization_id: required for provider salesforce"}, ErrInvalid},
+		{"salesforce bad organization", src("    provider: salesforce\n    organization_id: 12345\n"),
+			[]string{"sources[0].organization_id: \"12345\""}, ErrInvalid},
+		{"organization on stripe", src("    provider: stripe\n    secret: env:STRIPE_WEBHOOK_SECRET\n    organization_id: 00D5e000000AbCdEAK\n"),
+			[]string{"sources[0].organization_id: only for provider salesforce"}, ErrInvalid},
+		{"hmac without signature", src("    provider: hmac\n    secret: env:CUSTOM_SECRET\n    key: [header:X-Id]\n"),
+			[]string{"sources[0].signature: required for provider hmac"}, ErrInvalid},
+		{"hmac without key", src("    provider: hmac\n    secret: env:CUSTOM_SECRET\n    signature: {header: X-Sig}\n"),
+			[]string{"sources[0].key: required for provider hmac"}, ErrInvalid},
+		{"hmac bad algorithm", src("    provider: hmac\n    secret: env:CUSTOM_SECRET\n    key: [header:X-Id]\n    signature: {header: X-Sig, algorithm: md5, encoding: b32}\n"),
+			[]string{"sources[0].signature.algorithm: \"md5\"", "sources[0].signature.encoding: \"b32\""}, ErrInvalid},
+		{"hmac bad header", src("    provider: hmac\n    secret: env:CUSTOM_SECRET\n    key: [header:X-Id]\n    signature: {header: \"X Sig\"}\n"),
+			[]string{"sources[0].signature.header: \"X Sig\""}, ErrInvalid},
+		{"signature on github", src("    provider: github\n    secret: env:GITHUB_SECRET\n    signature: {header: X-Sig}\n"),
+			[]string{"sources[0].signature: only for provider hmac"}, ErrInvalid},
+		{"bad selector kind", src("    provider: stripe\n    secret: env:STRIPE_WEBHOOK_SECRET\n    key: [body:id]\n"),
+			[]string{"line 5: sources[0].key[0]: bad selector \"body:id\": unknown kind \"body\""}, ErrSelector},
+		{"selector without colon", src("    provider: stripe\n    secret: env:STRIPE_WEBHOOK_SECRET\n    tenant: account\n"),
+			[]string{"sources[0].tenant: bad selector \"account\""}, ErrSelector},
+		{"path outside tenant", src("    provider: stripe\n    secret: env:STRIPE_WEBHOOK_SECRET\n    scope: [path]\n"),
+			[]string{"sources[0].scope[0]: bad selector \"path\": path is only valid as the tenant"}, ErrSelector},
+		{"empty const key", src("    provider: stripe\n    secret: env:STRIPE_WEBHOOK_SECRET\n    key: [\"const:\"]\n"),
+			[]string{"sources[0].key[0]: bad selector \"const:\": needs a value"}, ErrSelector},
+		{"bad json path", src("    provider: stripe\n    secret: env:STRIPE_WEBHOOK_SECRET\n    entity: {id: json:data..id}\n"),
+			[]string{"sources[0].entity.id: bad selector \"json:data..id\""}, ErrSelector},
+		{"json on salesforce", src("    provider: salesforce\n    organization_id: 00D5e000000AbCdEAK\n    key: [json:id]\n"),
+			[]string{"sources[0].key[0]", "salesforce bodies are XML"}, ErrSelector},
+		{"xml on stripe", src("    provider: stripe\n    secret: env:STRIPE_WEBHOOK_SECRET\n    key: [xml:Id]\n"),
+			[]string{"sources[0].key[0]", "xml selectors need provider salesforce"}, ErrSelector},
+		{"too many scope selectors", src("    provider: stripe\n    secret: env:STRIPE_WEBHOOK_SECRET\n    scope: [const:a, const:b, const:c]\n"),
+			[]string{"sources[0].scope: 3 selectors"}, ErrInvalid},
+		{"bad public url", src("    provider: hubspot\n    secret: env:HUBSPOT_CLIENT_SECRET\n    public_url: /in/crm\n"),
+			[]string{"sources[0].public_url: \"/in/crm\""}, ErrInvalid},
+		{"bad source name", "sources:\n  - name: Stripe Live\n    provider: stripe\n    secret: env:STRIPE_WEBHOOK_SECRET\n",
+			[]string{"line 2: sources[0].name: \"Stripe Live\""}, ErrInvalid},
+		{"duplicate source name", "sources:\n  - {name: a, provider: github, secret: env:GITHUB_SECRET}\n  - {name: a, provider: github, secret: env:GITHUB_SECRET}\n",
+			[]string{"line 3: sources[1].name: \"a\": already used by sources[0]"}, ErrInvalid},
+		{"bad size unit", "max_body: 1XB\n",
+			[]string{"line 1", "invalid size \"1XB\""}, ErrInvalid},
+		{"fractional size", "max_body: 1.5MiB\n",
+			[]string{"line 1", "invalid size \"1.5MiB\""}, ErrInvalid},
+		{"negative size", "max_body: -1\n",
+			[]string{"invalid size \"-1\""}, ErrInvalid},
+		{"size overflow", "max_body: 99999999999GiB\n",
+			[]string{"invalid size \"99999999999GiB\""}, ErrInvalid},
+		{"bad duration", "dedupe:\n  window: 7d\n",
+			[]string{"line 2", "invalid duration \"7d\""}, ErrInvalid},
+		{"negative window", "dedupe:\n  window: -1h\n",
+			[]string{"line 2: dedupe.window: -1h: must be positive"}, ErrInvalid},
+		{"negative source window", src("    provider: github\n    secret: env:GITHUB_SECRET\n    window: -5m\n"),
+			[]string{"sources[0].window: -5m: must not be negative"}, ErrInvalid},
+		{"bad on_store_error", "dedupe:\n  on_store_error: retry\n",
+			[]string{"dedupe.on_store_error: \"retry\": want reject or accept"}, ErrInvalid},
+		{"postgres", "database: postgres://localhost/hookgate\n",
+			[]string{"line 1: database: postgres: not supported yet"}, ErrUnsupported},
+		{"unknown database", "database: mysql://localhost\n",
+			[]string{"database: \"mysql://localhost\": want sqlite:PATH"}, ErrInvalid},
+		{"bad listen", "listen: localhost\n",
+			[]string{"listen: \"localhost\": want host:port"}, ErrInvalid},
+		{"bad listen port", "listen: \":99999\"\n",
+			[]string{"listen: \":99999\": want a port number"}, ErrInvalid},
+		{"two documents", "listen: :80\n---\nlisten: :81\n",
+			[]string{"more than one YAML document"}, ErrInvalid},
+		{"bad yaml", "listen: [\n",
+			[]string{"yaml:"}, ErrInvalid},
+		{"sources not a list", "sources: stripe\n",
+			[]string{"line 1", "cannot unmarshal"}, ErrInvalid},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			_, err := parse([]byte(tt.yaml), lookupTestEnv)
+			if err == nil {
+				t.Fatalf("parse succeeded, want an error containing %q", tt.want)
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q does not contain %q", err, w)
+				}
+			}
+			if !errors.Is(err, tt.is) {
+				t.Errorf("error %q is not %v", err, tt.is)
+			}
+			if strings.Contains(err.Error(), "inline_secret_value") {
+				t.Errorf("error %q repeats the inline secret", err)
+			}
+		})
+	}
+}
+
+func TestParseCollectsAllErrors(t *testing.T) {
+	t.Parallel()
+	_, err := parse([]byte("max_body: 0B\nsources:\n  - {name: a, provider: strpe}\n  - {name: a, provider: github}\n"), lookupTestEnv)
+	var fe *FieldError
+	if !errors.As(err, &fe) {
+		t.Fatalf("error %v holds no *FieldError", err)
+	}
+	for _, w := range []string{
+		"line 1: max_body: 0B: must be positive",
+		"line 3: sources[0].provider: unknown provider \"strpe\"",
+		"line 4: sources[1].secret: required for provider github",
+		"line 4: sources[1].name: \"a\": already used by sources[0]",
+	} {
+		if !strings.Contains(err.Error(), w) {
+			t.Errorf("error\n%v\ndoes not contain %q", err, w)
+		}
+	}
+}
+
+func TestLoad(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	secretFile := filepath.Join(dir, "secret")
+	if err := os.WriteFile(secretFile, []byte("from_file\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, "hookgate.yaml")
+	data := "sources:\n  - name: gh\n    provider: github\n    secret: file:" + secretFile + "\n"
+	if err := os.WriteFile(path, []byte(data), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, ok := cfg.Source("gh")
+	if !ok || s.Secret.Value() != "from_file" {
+		t.Fatalf("Source(gh) = %+v, %v; want secret from_file", s, ok)
+	}
+	if _, ok := cfg.Source("none"); ok {
+		t.Error("Source(none) found a source")
+	}
+
+	bad := filepath.Join(dir, "bad.yaml")
+	if err := os.WriteFile(bad, []byte("listen: :80\nport: 81\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Load(bad); err == nil || !strings.Contains(err.Error(), bad) || !strings.Contains(err.Error(), "line 2") {
+		t.Errorf("Load(bad) = %v, want an error naming the file and line 2", err)
+	}
+	if _, err := Load(filepath.Join(dir, "absent.yaml")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("Load(absent) = %v, want ErrNotExist", err)
+	}
+}
+
+func TestSQLitePath(t *testing.T) {
+	t.Parallel()
+	for db, want := range map[string]string{
+		"sqlite:hookgate.db":     "hookgate.db",
+		"sqlite:/var/lib/h.db":   "/var/lib/h.db",
+		"postgres://localhost/h": "",
+		"hookgate.db":            "",
+	} {
+		if got := (Config{Database: db}).SQLitePath(); got != want {
+			t.Errorf("SQLitePath(%q) = %q, want %q", db, got, want)
+		}
+	}
+}
+
+func TestSourceValidate(t *testing.T) {
+	t.Parallel()
+	ok := Source{Name: "gh", Provider: ProviderGitHub, Secret: NewSecret("s")}
+	if err := ok.Validate(); err != nil {
+		t.Errorf("Validate() = %v", err)
+	}
+	bad := Source{Name: "gh", Provider: ProviderGitHub, Key: []string{"path"}}
+	err := bad.Validate()
+	for _, w := range []string{"secret: required", "key[0]: bad selector \"path\""} {
+		if err == nil || !strings.Contains(err.Error(), w) {
+			t.Errorf("Validate() = %v, want it to contain %q", err, w)
+		}
+	}
+	if err != nil && strings.Contains(err.Error(), "sources[") {
+		t.Errorf("Source.Validate paths are not relative: %v", err)
+	}
+}

@@ -1,0 +1,15 @@
+// Package config reads hookgate's YAML configuration.
+//
+// [Parse] decodes strictly (an unknown key is an error that names the key and
+// its line), fills in defaults for everything left out, resolves secrets and
+// validates the result; [Load] does the same for a file. Every validation
+// error is a [*FieldError] naming the field path and, where it was read from
+// YAML, its line:
+//
+//	line 14: sources[2].provider: unknown provider "strpe" (want standard|stripe|...)
+//
+// Secrets are never written in the file itself: a [Secret] is "env:NAME" or
+// "file:PATH", read once at load and printed as "****" by every formatter.
+// Selectors ("header:X-Event-Id", "json:data.object.id", ...) are checked here
+// with [ParseSelector]; the source package evaluates them.
+package config

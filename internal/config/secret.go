@@ -1,0 +1,110 @@
+package config
+
+import (
+	"fmt"
+	"os"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// redacted is how every formatter prints a set [Secret].
+const redacted = "****"
+
+// Secret is a credential. In YAML it is a reference, "env:NAME" or
+// "file:PATH", never the value itself; [Parse] reads the value once. Every
+// printed form (String, GoString, YAML, text, and so JSON and log/slog) is
+// "****"; only [Secret.Value] gives the value.
+type Secret struct {
+	ref   string
+	value string
+}
+
+// NewSecret returns a secret holding value directly, for configurations
+// built in code.
+func NewSecret(value string) Secret {
+	return Secret{value: value}
+}
+
+// Value returns the secret itself.
+func (s Secret) Value() string { return s.value }
+
+// Ref returns where the secret is read from ("env:NAME" or "file:PATH"), or
+// "" for a secret made with [NewSecret]. It is safe to print.
+func (s Secret) Ref() string { return s.ref }
+
+// IsZero reports whether the secret is unset: no reference and no value.
+func (s Secret) IsZero() bool { return s.ref == "" && s.value == "" }
+
+// String returns "****" for a set secret and "" for an unset one.
+func (s Secret) String() string {
+	if s.IsZero() {
+		return ""
+	}
+	return redacted
+}
+
+// GoString keeps %#v from printing the value.
+func (s Secret) GoString() string { return "config.Secret(" + s.String() + ")" }
+
+// MarshalText keeps encoding/json and log/slog from printing the value.
+func (s Secret) MarshalText() ([]byte, error) { return []byte(s.String()), nil }
+
+// MarshalYAML writes "****".
+func (s Secret) MarshalYAML() (any, error) { return s.String(), nil }
+
+// UnmarshalYAML reads a reference, "env:NAME" or "file:PATH". The error for
+// anything else does not repeat the value, which may be a pasted secret.
+func (s *Secret) UnmarshalYAML(n *yaml.Node) error {
+	if n.Kind != yaml.ScalarNode || checkSecretRef(n.Value) != nil {
+		return typeError(n, "a secret must be env:NAME or file:PATH (the value is not shown)")
+	}
+	*s = Secret{ref: n.Value}
+	return nil
+}
+
+// checkSecretRef reports whether ref is a well-formed reference.
+func checkSecretRef(ref string) error {
+	kind, arg, _ := strings.Cut(ref, ":")
+	switch {
+	case kind != "env" && kind != "file":
+		return fmt.Errorf("%w: a secret must be env:NAME or file:PATH", ErrSecret)
+	case arg == "":
+		return fmt.Errorf("%w: %s: needs a name after the colon", ErrSecret, kind)
+	case kind == "env" && strings.ContainsAny(arg, "= \t\n"):
+		return fmt.Errorf("%w: env:%s: not an environment variable name", ErrSecret, arg)
+	}
+	return nil
+}
+
+// resolve reads the value of a referenced secret. A file's one trailing
+// newline is dropped, as editors and `echo` add it.
+func (s *Secret) resolve(lookupEnv func(string) (string, bool)) error {
+	if s.ref == "" {
+		return nil
+	}
+	kind, arg, _ := strings.Cut(s.ref, ":")
+	var v string
+	if kind == "env" {
+		v, _ = lookupEnv(arg)
+		if v == "" {
+			return fmt.Errorf("%w: %s is unset or empty", ErrSecret, s.ref)
+		}
+	} else {
+		b, err := os.ReadFile(arg)
+		if err != nil {
+			return fmt.Errorf("%w: %s: %w", ErrSecret, s.ref, err)
+		}
+		v = string(b)
+		if t, ok := strings.CutSuffix(v, "\r\n"); ok {
+			v = t
+		} else {
+			v = strings.TrimSuffix(v, "\n")
+		}
+		if v == "" {
+			return fmt.Errorf("%w: %s is empty", ErrSecret, s.ref)
+		}
+	}
+	s.value = v
+	return nil
+}

@@ -1,0 +1,282 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// Sentinel errors. Every [*FieldError] also matches [ErrInvalid].
+var (
+	// ErrInvalid marks any configuration that cannot be used.
+	ErrInvalid = errors.New("invalid configuration")
+	// ErrUnsupported marks a valid setting this version cannot serve yet.
+	ErrUnsupported = errors.New("not supported yet")
+	// ErrSecret marks a secret reference that is malformed or cannot be read.
+	ErrSecret = errors.New("secret")
+	// ErrSelector marks a malformed selector.
+	ErrSelector = errors.New("bad selector")
+)
+
+// FieldError is one invalid field.
+type FieldError struct {
+	// Field is the field's path, such as "sources[2].provider".
+	Field string
+	// Line is the field's line in the YAML, 0 when unknown.
+	Line int
+	// Err says what is wrong, naming the value (except for secrets).
+	Err error
+}
+
+// Error returns "line N: field: problem", without the line when unknown.
+func (e *FieldError) Error() string {
+	if e.Line > 0 {
+		return fmt.Sprintf("line %d: %s: %v", e.Line, e.Field, e.Err)
+	}
+	return e.Field + ": " + e.Err.Error()
+}
+
+// Unwrap returns the underlying problem.
+func (e *FieldError) Unwrap() error { return e.Err }
+
+// Is reports that every field error is an [ErrInvalid].
+func (e *FieldError) Is(target error) bool { return target == ErrInvalid }
+
+// Validate checks the configuration as it stands (after defaults). The error
+// joins one [*FieldError] per problem.
+func (c Config) Validate() error {
+	return joinFieldErrors(c.check(), nil)
+}
+
+// Validate checks one source on its own; field paths are relative to it
+// ("provider", "key[0]"). It does not read secrets.
+func (s Source) Validate() error {
+	return joinFieldErrors(s.check(), nil)
+}
+
+// joinFieldErrors joins errs, filling in lines from the YAML when known.
+func joinFieldErrors(errs []*FieldError, lines map[string]int) error {
+	if len(errs) == 0 {
+		return nil
+	}
+	all := make([]error, len(errs))
+	for i, e := range errs {
+		if e.Line == 0 {
+			e.Line = lineOf(e.Field, lines)
+		}
+		all[i] = e
+	}
+	return errors.Join(all...)
+}
+
+// lineOf returns the line of field, or of its nearest ancestor when the field
+// itself was left out of the YAML.
+func lineOf(field string, lines map[string]int) int {
+	for field != "" {
+		if n, ok := lines[field]; ok {
+			return n
+		}
+		field = field[:max(strings.LastIndexAny(field, ".["), 0)]
+	}
+	return 0
+}
+
+func (c Config) check() []*FieldError {
+	var errs []*FieldError
+	add := func(field string, format string, args ...any) {
+		errs = append(errs, &FieldError{Field: field, Err: fmt.Errorf(format, args...)})
+	}
+	if err := checkListen(c.Listen); err != nil {
+		add("listen", "%q: %w", c.Listen, err)
+	}
+	switch {
+	case strings.HasPrefix(c.Database, "postgres://"), strings.HasPrefix(c.Database, "postgresql://"):
+		add("database", "postgres: %w (use sqlite:PATH)", ErrUnsupported)
+	case c.SQLitePath() == "":
+		add("database", "%q: want sqlite:PATH", c.Database)
+	}
+	if c.MaxBody <= 0 {
+		add("max_body", "%s: must be positive", c.MaxBody)
+	}
+	if c.Dedupe.Window <= 0 {
+		add("dedupe.window", "%s: must be positive", c.Dedupe.Window)
+	}
+	if c.Dedupe.OnStoreError != OnStoreErrorReject && c.Dedupe.OnStoreError != OnStoreErrorAccept {
+		add("dedupe.on_store_error", "%q: want reject or accept", c.Dedupe.OnStoreError)
+	}
+	first := map[string]int{}
+	for i, s := range c.Sources {
+		prefix := fmt.Sprintf("sources[%d]", i)
+		for _, e := range s.check() {
+			e.Field = prefix + "." + e.Field
+			errs = append(errs, e)
+		}
+		if j, dup := first[s.Name]; dup && s.Name != "" {
+			add(prefix+".name", "%q: already used by sources[%d]", s.Name, j)
+		} else {
+			first[s.Name] = i
+		}
+	}
+	return errs
+}
+
+// checkListen accepts host:port with a numeric port.
+func checkListen(addr string) error {
+	_, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return errors.New("want host:port")
+	}
+	if n, err := strconv.Atoi(port); err != nil || n < 0 || n > 65535 {
+		return errors.New("want a port number 0-65535")
+	}
+	return nil
+}
+
+var sourceName = regexp.MustCompile(`^[a-z0-9_-]+$`)
+
+// hmacAlgorithms and hmacEncodings are what a generic hmac source can use;
+// "" takes the default (sha256, hex).
+var (
+	hmacAlgorithms = []string{"", "sha1", "sha256", "sha512"}
+	hmacEncodings  = []string{"", "hex", "base64"}
+)
+
+func (s Source) check() []*FieldError {
+	var errs []*FieldError
+	add := func(field string, format string, args ...any) {
+		errs = append(errs, &FieldError{Field: field, Err: fmt.Errorf(format, args...)})
+	}
+	if !sourceName.MatchString(s.Name) {
+		add("name", "%q: want lower-case letters, digits, '_' and '-'", s.Name)
+	}
+	known := slices.Contains(providers, s.Provider)
+	if !known {
+		add("provider", "unknown provider %q (want %s)", s.Provider, strings.Join(providers, "|"))
+	}
+	p := s.Provider
+
+	switch {
+	case p == ProviderSalesforce && !s.Secret.IsZero():
+		add("secret", "not used by provider salesforce (it checks organization_id and token)")
+	case p == ProviderShippo && s.Secret.IsZero() && s.Token.IsZero():
+		add("secret", "provider shippo needs a secret, a token or both (env:NAME or file:PATH)")
+	case p != ProviderSalesforce && p != ProviderShippo && known && s.Secret.IsZero():
+		add("secret", "required for provider %s (env:NAME or file:PATH)", p)
+	}
+	if !s.Token.IsZero() && p != ProviderSalesforce && p != ProviderShippo {
+		add("token", "only for providers salesforce and shippo")
+	}
+
+	switch {
+	case p == ProviderSalesforce && s.OrganizationID == "":
+		add("organization_id", "required for provider salesforce")
+	case p == ProviderSalesforce && !validOrganizationID(s.OrganizationID):
+		add("organization_id", "%q: want the 15 or 18 character id (00D...)", s.OrganizationID)
+	case p != ProviderSalesforce && s.OrganizationID != "":
+		add("organization_id", "only for provider salesforce")
+	}
+
+	switch {
+	case p == ProviderHMAC && s.Signature == nil:
+		add("signature", "required for provider hmac ({header, algorithm, encoding, prefix})")
+	case p == ProviderHMAC:
+		if !validHeaderName(s.Signature.Header) {
+			add("signature.header", "%q: want a header name", s.Signature.Header)
+		}
+		if !slices.Contains(hmacAlgorithms, strings.ToLower(s.Signature.Algorithm)) {
+			add("signature.algorithm", "%q: want sha1|sha256|sha512", s.Signature.Algorithm)
+		}
+		if !slices.Contains(hmacEncodings, strings.ToLower(s.Signature.Encoding)) {
+			add("signature.encoding", "%q: want hex|base64", s.Signature.Encoding)
+		}
+	case s.Signature != nil:
+		add("signature", "only for provider hmac")
+	}
+
+	if s.PublicURL != "" {
+		u, err := url.Parse(s.PublicURL)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			add("public_url", "%q: want an absolute http or https URL", s.PublicURL)
+		}
+	}
+	if s.Window < 0 {
+		add("window", "%s: must not be negative", s.Window)
+	}
+
+	if p == ProviderHMAC && len(s.Key) == 0 {
+		add("key", "required for provider hmac (one or more selectors)")
+	}
+	if len(s.Scope) > 2 {
+		add("scope", "%d selectors: want at most 2 (object type, action)", len(s.Scope))
+	}
+	checkSel := func(field, sel string, r role) {
+		if err := checkSelector(p, sel, r); err != nil {
+			add(field, "%w", err)
+		}
+	}
+	for i, sel := range s.Key {
+		checkSel(fmt.Sprintf("key[%d]", i), sel, roleKey)
+	}
+	for i, sel := range s.Scope {
+		checkSel(fmt.Sprintf("scope[%d]", i), sel, roleOther)
+	}
+	if s.Tenant != "" {
+		checkSel("tenant", s.Tenant, roleTenant)
+	}
+	for _, f := range []struct{ field, sel string }{
+		{"entity.type", s.Entity.Type}, {"entity.id", s.Entity.ID},
+		{"entity.version", s.Entity.Version}, {"entity.state", s.Entity.State},
+	} {
+		if f.sel != "" {
+			checkSel(f.field, f.sel, roleOther)
+		}
+	}
+	return errs
+}
+
+// role is what a selector selects, as far as its rules differ.
+type role int
+
+const (
+	roleOther  role = iota // scope and entity: may be empty
+	roleKey                // an event id part: must not be empty
+	roleTenant             // the tenant: must not be empty; may be path
+)
+
+// checkSelector checks sel's syntax, that it fits its role, and that
+// provider's bodies can answer it.
+func checkSelector(provider, sel string, r role) error {
+	parsed, err := ParseSelector(sel)
+	if err != nil {
+		return err
+	}
+	switch {
+	case parsed.Kind == SelectPath && r != roleTenant:
+		return fmt.Errorf("%w %q: path is only valid as the tenant", ErrSelector, sel)
+	case parsed.Kind == SelectConst && parsed.Name == "" && r != roleOther:
+		return fmt.Errorf("%w %q: needs a value after the colon", ErrSelector, sel)
+	case parsed.Kind == SelectXML && provider != ProviderSalesforce:
+		return fmt.Errorf("%w %q: xml selectors need provider salesforce", ErrSelector, sel)
+	case parsed.Kind == SelectJSON && provider == ProviderSalesforce:
+		return fmt.Errorf("%w %q: salesforce bodies are XML (use xml:PATH)", ErrSelector, sel)
+	}
+	return nil
+}
+
+// validOrganizationID reports whether id looks like a Salesforce org id.
+func validOrganizationID(id string) bool {
+	if len(id) != 15 && len(id) != 18 || !strings.HasPrefix(id, "00D") {
+		return false
+	}
+	for i := 0; i < len(id); i++ {
+		if !isAlnum(id[i]) {
+			return false
+		}
+	}
+	return true
+}
