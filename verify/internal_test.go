@@ -30,8 +30,8 @@ func TestSalesforceChecksum(t *testing.T) {
 func TestHubSpotDecodeURI(t *testing.T) {
 	t.Parallel()
 	for in, want := range map[string]string{
-		"":                   "",
-		"https://a.example/": "https://a.example/",
+		"":                                     "",
+		"https://a.example/":                   "https://a.example/",
 		"%3A%2F%3F%40%21%24%27%28%29%2A%2C%3B": ":/?@!$'()*,;",
 		"%3a%2f%3f%21%2a%2c%3b":                ":/?!*,;",
 		"%20%26%3D%25%2B%7E":                   "%20%26%3D%25%2B%7E",

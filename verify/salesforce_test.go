@@ -33,7 +33,7 @@ func TestSalesforceOrganizationID(t *testing.T) {
 		{sfOrg18, "  " + sfOrg18 + "\n", nil},
 		{sfOrg18, "00D000000000063EAA", verify.ErrMismatch},
 		{sfOrg15, "00D000000000063", verify.ErrMismatch},
-		{sfOrg15, "00d000000000062", verify.ErrMismatch}, // 15-character ids are case-sensitive
+		{sfOrg15, "00d000000000062", verify.ErrMismatch},    // 15-character ids are case-sensitive
 		{sfOrg15, "00D000000000062AAA", verify.ErrMismatch}, // wrong checksum
 		{sfOrg18, "00D000000000062EA", verify.ErrMismatch},
 		{sfOrg18, strings.Repeat("0", 200), verify.ErrMismatch},

@@ -31,7 +31,10 @@ func TestOptions(t *testing.T) {
 			"hubspot":    func() error { _, err := verify.NewHubSpot("s3cr3t", tc.opt); return err },
 			"shippo":     func() error { _, err := verify.NewShippo("s3cr3t", "", tc.opt); return err },
 			"salesforce": func() error { _, err := verify.NewSalesforce(sfOrg18, "", tc.opt); return err },
-			"hmac":       func() error { _, err := verify.NewHMAC("s3cr3t", verify.HMACConfig{Header: "X-Sig"}, tc.opt); return err },
+			"hmac": func() error {
+				_, err := verify.NewHMAC("s3cr3t", verify.HMACConfig{Header: "X-Sig"}, tc.opt)
+				return err
+			},
 		}
 		for scheme, build := range constructors {
 			err := build()
