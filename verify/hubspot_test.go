@@ -57,6 +57,12 @@ func TestHubSpotKnownAnswer(t *testing.T) {
 			t.Errorf("%s: %v", tc.name, err)
 		}
 		wantErr(t, v.Verify(tc.r, []byte(tc.body+" ")), verify.ErrMismatch, "hubspot", hubSpotSecret)
+		if tc.r.Header.Get(verify.HeaderHubSpotSignatureV3) == "" {
+			// A present v3 header decides, even when the legacy signature is valid.
+			tc.r.Header.Set(verify.HeaderHubSpotSignatureV3, "HPW73RUtKmcYoEDADG0s6MmGFWUzWJKAW07r8RDgcQw=")
+			tc.r.Header.Set(verify.HeaderHubSpotRequestTimestamp, "15000000")
+			wantErr(t, v.Verify(tc.r, []byte(tc.body)), verify.ErrMismatch, "hubspot", hubSpotSecret)
+		}
 	}
 }
 

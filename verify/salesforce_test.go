@@ -76,6 +76,7 @@ func TestSalesforceBody(t *testing.T) {
 		{"not XML", "{\"OrganizationId\":\"" + sfOrg18 + "\"}", verify.ErrMalformed},
 		{"truncated", fixture[:len(fixture)/2], verify.ErrMalformed},
 		{"DOCTYPE", `<?xml version="1.0"?><!DOCTYPE x [<!ENTITY a "` + sfOrg18 + `">]>` + envelope(strings.Replace(notifications, sfOrg18, "&a;", 1)), verify.ErrMalformed},
+		{"harmless DOCTYPE", `<?xml version="1.0"?><!DOCTYPE Envelope>` + envelope(notifications), verify.ErrMalformed},
 		{"undefined entity", envelope(strings.Replace(notifications, sfOrg18, "&a;", 1)), verify.ErrMalformed},
 		{"wrong root", strings.ReplaceAll(envelope(notifications), "soapenv:Envelope", "soapenv:Letter"), verify.ErrMalformed},
 		{"SOAP 1.2 namespace", strings.Replace(envelope(notifications), "http://schemas.xmlsoap.org/soap/envelope/", "http://www.w3.org/2003/05/soap-envelope", 1), verify.ErrMalformed},
