@@ -1,0 +1,466 @@
+package source
+
+import (
+	"errors"
+	"fmt"
+	"maps"
+	"math"
+	"net/http"
+	"net/textproto"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/tidwall/gjson"
+
+	"github.com/hookgate/hookgate/dedupe"
+	"github.com/hookgate/hookgate/internal/config"
+	"github.com/hookgate/hookgate/verify"
+)
+
+// MaxBatch is the most events one request may carry (HubSpot's and
+// Salesforce's own limit).
+const MaxBatch = 100
+
+// maxJSONDepth bounds the nesting of a JSON body, so that validating a
+// hostile body cannot recurse without end.
+const maxJSONDepth = 512
+
+// Source is one configured sender, ready to serve requests. It is safe for
+// concurrent use.
+type Source struct {
+	// Name is the source's name: its URL segment and its keys' provider part.
+	Name string
+	// Provider is the preset the source was built from.
+	Provider string
+	// Window is how long the source's dedupe keys are kept.
+	Window time.Duration
+	// TenantFromPath reports that the tenant is the URL's
+	// /in/{source}/{tenant} segment; only such a source accepts one.
+	TenantFromPath bool
+
+	verifier interface {
+		verify.Verifier
+		verify.Signer
+	}
+	format  format
+	key     []selector
+	scope   [2]selector
+	tenant  selector
+	entity  entitySels
+	headers []string // canonical names copied into Event.Headers
+}
+
+// Event is one event of a request, keyed.
+type Event struct {
+	// Key identifies the event for deduplication.
+	Key dedupe.Key
+	// Hash is Key.Hash().
+	Hash dedupe.Hash
+	// Tenant is Key.Tenant.
+	Tenant string
+	// EventID is Key.EventID: the event id parts, escaped and joined.
+	EventID string
+	// Entity is what the event is about; zero where neither the preset nor
+	// the configuration says.
+	Entity Entity
+	// Payload is the event's own bytes: the whole body for single-event
+	// providers, the array element for HubSpot, the <Notification> element
+	// for Salesforce (namespace declarations of its ancestors not included).
+	Payload []byte
+	// Headers holds the request headers later stages need, under canonical
+	// names: the provider's id, topic and timestamp headers, every header a
+	// selector reads, and Content-Type.
+	Headers map[string]string
+}
+
+// Entity is the object an event is about and the version that orders its
+// events.
+type Entity struct {
+	// Type is the entity's type ("charge", "deal.dealstage", "Opportunity").
+	Type string
+	// ID is the entity's id within its type.
+	ID string
+	// State is the entity's state after the event; transitions fire on its
+	// changes.
+	State string
+	// Version is the ordering value as the provider wrote it.
+	Version string
+	// Order is Version made comparable: an integer as it is, an RFC 3339 time
+	// as Unix nanoseconds, another number truncated to an integer; 0 when
+	// Version is empty or none of these.
+	Order int64
+}
+
+// New builds the source cfg describes: its verifier (opts, such as a clock,
+// go to it) and the preset's selectors with cfg's overrides. A source
+// without its own window uses defaults.Window.
+func New(cfg config.Source, defaults config.Dedupe, opts ...verify.Option) (*Source, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("source %q: %w", cfg.Name, err)
+	}
+	p := presets[cfg.Provider]
+	s := &Source{
+		Name:     cfg.Name,
+		Provider: cfg.Provider,
+		Window:   time.Duration(cfg.Window),
+		format:   p.format,
+		key:      p.key,
+		scope:    p.scope,
+		tenant:   p.tenant,
+		entity:   p.entity,
+	}
+	if s.Window == 0 {
+		s.Window = time.Duration(defaults.Window)
+	}
+	if s.Window == 0 {
+		s.Window = time.Duration(config.DefaultWindow)
+	}
+	if err := s.override(cfg); err != nil {
+		return nil, fmt.Errorf("source %q: %w", cfg.Name, err)
+	}
+
+	var err error
+	if s.verifier, err = newVerifier(cfg, opts); err != nil {
+		return nil, fmt.Errorf("source %q: %w", cfg.Name, err)
+	}
+
+	names := map[string]bool{"Content-Type": true}
+	for _, h := range p.headers {
+		names[h] = true
+	}
+	for _, sel := range s.selectors() {
+		if f, ok := sel.(fieldSel); ok && f.sel.Kind == config.SelectHeader {
+			names[textproto.CanonicalMIMEHeaderKey(f.sel.Name)] = true
+		}
+		if s.format == formatRaw && sel.kind() == config.SelectJSON {
+			s.format = formatJSON
+		}
+	}
+	for h := range names {
+		s.headers = append(s.headers, h)
+	}
+	return s, nil
+}
+
+// override replaces the preset's selectors with the configured ones.
+func (s *Source) override(cfg config.Source) error {
+	compile := func(sel string) (selector, error) {
+		if sel == "" {
+			return nil, nil
+		}
+		return newFieldSel(sel)
+	}
+	var errs []error
+	set := func(dst *selector, sel string) {
+		f, err := compile(sel)
+		if err != nil {
+			errs = append(errs, err)
+		} else if f != nil {
+			*dst = f
+		}
+	}
+	if len(cfg.Key) > 0 {
+		s.key = make([]selector, len(cfg.Key))
+		for i, k := range cfg.Key {
+			set(&s.key[i], k)
+		}
+	}
+	if len(cfg.Scope) > 0 {
+		s.scope = [2]selector{}
+		for i, k := range cfg.Scope {
+			set(&s.scope[i], k)
+		}
+	}
+	set(&s.tenant, cfg.Tenant)
+	set(&s.entity.typ, cfg.Entity.Type)
+	set(&s.entity.id, cfg.Entity.ID)
+	set(&s.entity.version, cfg.Entity.Version)
+	set(&s.entity.state, cfg.Entity.State)
+	if s.tenant != nil && s.tenant.kind() == config.SelectPath {
+		s.TenantFromPath = true
+	}
+	return errors.Join(errs...)
+}
+
+// selectors returns every selector the source evaluates.
+func (s *Source) selectors() []selector {
+	var all []selector
+	for _, sel := range append([]selector{s.scope[0], s.scope[1], s.tenant,
+		s.entity.typ, s.entity.id, s.entity.version, s.entity.state}, s.key...) {
+		if sel != nil {
+			all = append(all, sel)
+		}
+	}
+	return all
+}
+
+// newVerifier builds the provider's verifier.
+func newVerifier(cfg config.Source, opts []verify.Option) (interface {
+	verify.Verifier
+	verify.Signer
+}, error) {
+	if cfg.PublicURL != "" {
+		opts = append([]verify.Option{verify.WithPublicURL(cfg.PublicURL)}, opts...)
+	}
+	secret := cfg.Secret.Value()
+	switch cfg.Provider {
+	case config.ProviderStandard:
+		return verify.NewStandard(secret, opts...)
+	case config.ProviderStripe:
+		return verify.NewStripe(secret, opts...)
+	case config.ProviderGitHub:
+		return verify.NewGitHub(secret, opts...)
+	case config.ProviderShopify:
+		return verify.NewShopify(secret, opts...)
+	case config.ProviderHubSpot:
+		return verify.NewHubSpot(secret, opts...)
+	case config.ProviderShippo:
+		return verify.NewShippo(secret, cfg.Token.Value(), opts...)
+	case config.ProviderSalesforce:
+		return verify.NewSalesforce(cfg.OrganizationID, cfg.Token.Value(), opts...)
+	case config.ProviderHMAC:
+		return verify.NewHMAC(secret, verify.HMACConfig{
+			Header:    cfg.Signature.Header,
+			Algorithm: cfg.Signature.Algorithm,
+			Encoding:  cfg.Signature.Encoding,
+			Prefix:    cfg.Signature.Prefix,
+		}, opts...)
+	}
+	return nil, fmt.Errorf("%w: unknown provider %q", config.ErrInvalid, cfg.Provider)
+}
+
+// errNoVerifier is what Authenticate returns for a Source not built by New.
+var errNoVerifier = errors.New("source: no verifier (not built by source.New)")
+
+// Authenticate checks the request's signature, token or organization. Any
+// error means 401; a Source not built by [New] rejects everything.
+func (s *Source) Authenticate(r *http.Request, body []byte) error {
+	if s == nil || s.verifier == nil {
+		return errNoVerifier
+	}
+	if err := s.verifier.Verify(r, body); err != nil {
+		return fmt.Errorf("source %q: %w", s.Name, err)
+	}
+	return nil
+}
+
+// Signer returns the provider's signer, which makes requests that
+// Authenticate accepts (for `hookgate sign` and tests).
+func (s *Source) Signer() verify.Signer {
+	return s.verifier
+}
+
+// Events splits the body into events and keys each one. pathTenant is the
+// URL's tenant segment ("" when absent). Every error is a [*RequestError];
+// on error no events are returned.
+func (s *Source) Events(r *http.Request, body []byte, pathTenant string) ([]Event, error) {
+	if pathTenant != "" && !s.TenantFromPath {
+		return nil, &RequestError{Index: -1, Part: "tenant", Selector: "path", Err: ErrPathTenant}
+	}
+	in := &input{r: r, pathTenant: pathTenant}
+	headers := s.requestHeaders(r)
+
+	switch s.format {
+	case formatRaw:
+		return s.single(in, body, headers)
+	case formatJSON:
+		if err := checkJSON(body); err != nil {
+			return nil, err
+		}
+		in.json = gjson.ParseBytes(body)
+		return s.single(in, body, headers)
+	case formatJSONArray:
+		if err := checkJSON(body); err != nil {
+			return nil, err
+		}
+		root := gjson.ParseBytes(body)
+		if !root.IsArray() {
+			return nil, bodyError("%w: want a JSON array of events", ErrMalformed)
+		}
+		var elems []gjson.Result
+		root.ForEach(func(_, v gjson.Result) bool {
+			elems = append(elems, v)
+			return len(elems) <= MaxBatch
+		})
+		if len(elems) == 0 || len(elems) > MaxBatch {
+			return nil, bodyError("%w: want 1 to %d events", ErrBatchSize, MaxBatch)
+		}
+		events := make([]Event, len(elems))
+		for i, el := range elems {
+			if !el.IsObject() {
+				return nil, &RequestError{Index: i, Part: "body", Err: fmt.Errorf("%w: want a JSON object", ErrMalformed)}
+			}
+			in.json = el
+			var err error
+			if events[i], err = s.event(in, i, []byte(el.Raw), headers); err != nil {
+				return nil, err
+			}
+		}
+		return events, nil
+	default: // formatSOAP
+		root, err := parseXML(body)
+		if err != nil {
+			return nil, &RequestError{Index: -1, Part: "body", Err: err}
+		}
+		notifs, err := notifications(root)
+		if err != nil {
+			return nil, &RequestError{Index: -1, Part: "body", Err: err}
+		}
+		if len(notifs) == 0 || len(notifs) > MaxBatch {
+			return nil, bodyError("%w: want 1 to %d Notification elements", ErrBatchSize, MaxBatch)
+		}
+		in.xmlRoot = root
+		events := make([]Event, len(notifs))
+		for i, n := range notifs {
+			in.xmlEvent = n
+			if events[i], err = s.event(in, i, body[n.start:n.end], headers); err != nil {
+				return nil, err
+			}
+		}
+		return events, nil
+	}
+}
+
+// single keys a body that is one event.
+func (s *Source) single(in *input, body []byte, headers map[string]string) ([]Event, error) {
+	ev, err := s.event(in, 0, body, headers)
+	if err != nil {
+		return nil, err
+	}
+	return []Event{ev}, nil
+}
+
+// event keys the event in reads.
+func (s *Source) event(in *input, i int, payload []byte, headers map[string]string) (Event, error) {
+	k := dedupe.Key{Provider: s.Name}
+	if s.tenant != nil {
+		v, err := s.tenant.value(in)
+		if err != nil {
+			return Event{}, &RequestError{Index: i, Part: "tenant", Selector: s.tenant.String(), Err: err}
+		}
+		k.Tenant = v
+	}
+	k.ObjectType = optional(s.scope[0], in)
+	k.Action = optional(s.scope[1], in)
+	if len(s.key) == 0 {
+		return Event{}, &RequestError{Index: i, Part: "event id", Err: fmt.Errorf("%w: no event id selectors", ErrMissing)}
+	}
+	parts := make([]string, len(s.key))
+	for j, sel := range s.key {
+		v, err := sel.value(in)
+		if err != nil {
+			return Event{}, &RequestError{Index: i, Part: "event id", Selector: sel.String(), Err: err}
+		}
+		parts[j] = v
+	}
+	k.EventID = joinID(parts...)
+
+	ent := Entity{
+		Type:    optional(s.entity.typ, in),
+		ID:      optional(s.entity.id, in),
+		State:   optional(s.entity.state, in),
+		Version: optional(s.entity.version, in),
+	}
+	ent.Order = order(ent.Version)
+	return Event{
+		Key:     k,
+		Hash:    k.Hash(),
+		Tenant:  k.Tenant,
+		EventID: k.EventID,
+		Entity:  ent,
+		Payload: payload,
+		Headers: maps.Clone(headers),
+	}, nil
+}
+
+// requestHeaders copies the headers events carry.
+func (s *Source) requestHeaders(r *http.Request) map[string]string {
+	h := make(map[string]string, len(s.headers))
+	if r == nil {
+		return h
+	}
+	for _, name := range s.headers {
+		if v := r.Header.Get(name); v != "" {
+			h[name] = v
+		}
+	}
+	return h
+}
+
+// joinID joins event id parts into one id. Each part's '\' and '|' are
+// escaped with '\' and the parts are joined with '|', so different lists of
+// parts always give different ids.
+func joinID(parts ...string) string {
+	var b strings.Builder
+	for i, p := range parts {
+		if i > 0 {
+			b.WriteByte('|')
+		}
+		for j := 0; j < len(p); j++ {
+			if p[j] == '\\' || p[j] == '|' {
+				b.WriteByte('\\')
+			}
+			b.WriteByte(p[j])
+		}
+	}
+	return b.String()
+}
+
+// order makes a version comparable; see [Entity.Order].
+func order(v string) int64 {
+	if v == "" {
+		return 0
+	}
+	if n, err := strconv.ParseInt(v, 10, 64); err == nil {
+		return n
+	}
+	if t, err := time.Parse(time.RFC3339Nano, v); err == nil {
+		// UnixNano is defined for years 1678 to 2262 only.
+		if y := t.Year(); y > 1678 && y < 2262 {
+			return t.UnixNano()
+		}
+		return 0
+	}
+	if f, err := strconv.ParseFloat(v, 64); err == nil && f > math.MinInt64 && f < math.MaxInt64 {
+		return int64(f)
+	}
+	return 0
+}
+
+// checkJSON accepts a body that is valid JSON nested at most maxJSONDepth deep.
+func checkJSON(body []byte) error {
+	if !shallowJSON(body) {
+		return bodyError("%w: JSON nested deeper than %d levels", ErrMalformed, maxJSONDepth)
+	}
+	if !gjson.ValidBytes(body) {
+		return bodyError("%w: not valid JSON", ErrMalformed)
+	}
+	return nil
+}
+
+// shallowJSON reports whether the brackets outside strings nest at most
+// maxJSONDepth deep. It does not validate; gjson.ValidBytes does that.
+func shallowJSON(body []byte) bool {
+	depth, inString, escaped := 0, false, false
+	for _, c := range body {
+		switch {
+		case inString && escaped:
+			escaped = false
+		case inString && c == '\\':
+			escaped = true
+		case inString && c == '"':
+			inString = false
+		case inString:
+		case c == '"':
+			inString = true
+		case c == '[' || c == '{':
+			if depth++; depth > maxJSONDepth {
+				return false
+			}
+		case c == ']' || c == '}':
+			depth--
+		}
+	}
+	return true
+}
