@@ -50,7 +50,7 @@ func migrate(ctx context.Context, db *sql.DB) error {
 	return tx.Commit()
 }
 
-// held is a key that someone holds: its row, for a claim to answer from.
+// held is the row of a key that someone else holds.
 type held struct {
 	token     int64
 	committed bool
@@ -58,72 +58,133 @@ type held struct {
 	expires   int64
 }
 
-// claim claims hashes in tx. It reads which keys are held, decides each
-// hash's status in input order, and writes the new leases, a chunk of keys
-// per statement. tx must hold the write lock or take it on its first write;
-// SQLite's serializable transactions make the read and the write atomic.
+// claim claims hashes in tx, a chunk of keys per statement. For each chunk,
+// one upsert takes every key that is absent or expired and returns the
+// ones it took; the statement decides and writes each row at once, so no
+// other claimer can come between. Only when some key was held already does
+// a second statement read who holds it.
 func (s *Store) claim(ctx context.Context, tx *sql.Tx, lease time.Duration, hashes []dedupe.Hash) ([]dedupe.Result, error) {
 	now := s.now().UnixNano()
 	end := after(now, lease)
 	rs := make([]dedupe.Result, len(hashes))
 	for lo := 0; lo < len(hashes); lo += batchLimit {
 		chunk := hashes[lo:min(lo+batchLimit, len(hashes))]
-		keys, err := readHeld(ctx, tx, now, chunk)
+		// first maps each distinct hash to the index of its first occurrence.
+		first := make(map[dedupe.Hash]int, len(chunk))
+		args := make([]any, 0, 2+2*len(chunk))
+		args = append(args, now, end)
+		for i, h := range chunk {
+			if _, seen := first[h]; seen {
+				continue
+			}
+			first[h] = i
+			tok := newToken()
+			rs[lo+i].Lease = dedupe.Lease{Hash: h, Token: tok}
+			args = append(args, h[:], int64(tok))
+		}
+		won, err := upsertClaims(ctx, tx, args, len(first))
 		if err != nil {
 			return nil, err
 		}
-		var fresh []any
-		for i, h := range chunk {
+		var taken []dedupe.Hash
+		for h, i := range first {
 			r := &rs[lo+i]
-			if k, ok := keys[h]; ok {
+			if won[h] == r.Lease.Token {
+				r.Status, r.FirstSeen, r.Expires = dedupe.New, unix(now), unix(end)
+				continue
+			}
+			r.Lease = dedupe.Lease{}
+			taken = append(taken, h)
+		}
+		if len(taken) > 0 {
+			keys, err := readHeld(ctx, tx, taken)
+			if err != nil {
+				return nil, err
+			}
+			for _, h := range taken {
+				k, ok := keys[h]
+				if !ok {
+					return nil, fmt.Errorf("key %s neither claimed nor held", h)
+				}
+				r := &rs[lo+first[h]]
 				r.Status = dedupe.InFlight
 				if k.committed {
 					r.Status = dedupe.Duplicate
 				}
 				r.FirstSeen, r.Expires = unix(k.firstSeen), unix(k.expires)
-				continue
 			}
-			tok := newToken()
-			keys[h] = held{token: int64(tok), firstSeen: now, expires: end}
-			*r = dedupe.Result{Status: dedupe.New, Lease: dedupe.Lease{Hash: h, Token: tok}, FirstSeen: unix(now), Expires: unix(end)}
-			fresh = append(fresh, h[:], int64(tok), now, end)
 		}
-		if len(fresh) == 0 {
-			continue
-		}
-		// Expired rows of the same hashes are replaced.
-		q := "INSERT INTO dedupe_keys (hash, token, committed, first_seen, expires) VALUES " +
-			rows("(?, ?, 0, ?, ?)", len(fresh)/4) +
-			" ON CONFLICT (hash) DO UPDATE SET token = excluded.token, committed = 0," +
-			" first_seen = excluded.first_seen, expires = excluded.expires"
-		if _, err := tx.ExecContext(ctx, q, fresh...); err != nil {
-			return nil, err
+		// A repeated hash sees the claim its first occurrence took.
+		for i, h := range chunk {
+			if j := first[h]; j != i {
+				r := rs[lo+j]
+				if r.Status == dedupe.New {
+					r.Status, r.Lease = dedupe.InFlight, dedupe.Lease{}
+				}
+				rs[lo+i] = r
+			}
 		}
 	}
 	return rs, nil
 }
 
-// readHeld returns the unexpired rows among hashes.
-func readHeld(ctx context.Context, tx *sql.Tx, now int64, hashes []dedupe.Hash) (map[dedupe.Hash]held, error) {
-	args := make([]any, 0, len(hashes)+1)
-	args = append(args, now)
-	for _, h := range hashes {
-		args = append(args, h[:])
+// upsertClaims writes a lease (now until end, the first two args) for each
+// of the n hash and token pairs that follow, on keys that are absent or
+// expired, and returns the token each written key now holds.
+func upsertClaims(ctx context.Context, tx *sql.Tx, args []any, n int) (map[dedupe.Hash]dedupe.Token, error) {
+	var values strings.Builder
+	for i := range n {
+		if i > 0 {
+			values.WriteString(", ")
+		}
+		fmt.Fprintf(&values, "(?%d, ?%d, 0, ?1, ?2)", 3+2*i, 4+2*i)
 	}
-	q := "SELECT hash, token, committed, first_seen, expires FROM dedupe_keys WHERE expires > ? AND hash IN (" +
-		strings.TrimSuffix(strings.Repeat("?, ", len(hashes)), ", ") + ")"
-	rows, err := tx.QueryContext(ctx, q, args...)
+	q := "INSERT INTO dedupe_keys (hash, token, committed, first_seen, expires) VALUES " + values.String() +
+		" ON CONFLICT (hash) DO UPDATE SET token = excluded.token, committed = 0," +
+		" first_seen = excluded.first_seen, expires = excluded.expires" +
+		" WHERE dedupe_keys.expires <= excluded.first_seen RETURNING hash, token"
+	got, err := tx.QueryContext(ctx, q, args...)
 	if err != nil {
 		return nil, err
 	}
-	defer rows.Close()
+	defer got.Close()
+	won := make(map[dedupe.Hash]dedupe.Token, n)
+	for got.Next() {
+		var (
+			raw []byte
+			tok int64
+		)
+		if err := got.Scan(&raw, &tok); err != nil {
+			return nil, err
+		}
+		h, err := toHash(raw)
+		if err != nil {
+			return nil, err
+		}
+		won[h] = dedupe.Token(tok)
+	}
+	return won, got.Err()
+}
+
+// readHeld returns the rows of hashes.
+func readHeld(ctx context.Context, tx *sql.Tx, hashes []dedupe.Hash) (map[dedupe.Hash]held, error) {
+	args := make([]any, 0, len(hashes))
+	for _, h := range hashes {
+		args = append(args, h[:])
+	}
+	q := "SELECT hash, token, committed, first_seen, expires FROM dedupe_keys WHERE hash IN (" + rows("?", len(hashes)) + ")"
+	got, err := tx.QueryContext(ctx, q, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer got.Close()
 	keys := make(map[dedupe.Hash]held, len(hashes))
-	for rows.Next() {
+	for got.Next() {
 		var (
 			raw []byte
 			k   held
 		)
-		if err := rows.Scan(&raw, &k.token, &k.committed, &k.firstSeen, &k.expires); err != nil {
+		if err := got.Scan(&raw, &k.token, &k.committed, &k.firstSeen, &k.expires); err != nil {
 			return nil, err
 		}
 		h, err := toHash(raw)
@@ -132,7 +193,7 @@ func readHeld(ctx context.Context, tx *sql.Tx, now int64, hashes []dedupe.Hash) 
 		}
 		keys[h] = k
 	}
-	return keys, rows.Err()
+	return keys, got.Err()
 }
 
 // commit commits leases in tx. lost reports the first lease that no longer
