@@ -577,3 +577,29 @@ func TestMiddlewareDefaults(t *testing.T) {
 		})
 	}
 }
+
+// statusStore answers every claim with a zero Result: no status at all.
+type statusStore struct {
+	dedupe.Store
+}
+
+func (s statusStore) Claim(_ context.Context, _ time.Duration, hs ...dedupe.Hash) ([]dedupe.Result, error) {
+	return make([]dedupe.Result, len(hs)), nil
+}
+
+func TestMiddlewareUnknownStatus(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	var got error
+	h := b.wrap(statusStore{Store: b.store}, dedupe.MiddlewareOptions{OnError: func(w http.ResponseWriter, _ *http.Request, err error) {
+		got = err
+		w.WriteHeader(http.StatusServiceUnavailable)
+	}}, accept)
+	if rec := do(h, "evt_1", ""); rec.Code != http.StatusServiceUnavailable {
+		t.Fatalf("status %d, want 503 for a claim the store answered with no status", rec.Code)
+	}
+	if !errors.Is(got, dedupe.ErrUnavailable) {
+		t.Fatalf("OnError got %v, want ErrUnavailable", got)
+	}
+	b.wantCalls(t, 0)
+}

@@ -111,7 +111,7 @@ func hashes(from, to int) []dedupe.Hash {
 // state of the store.
 func checkResults(hs []dedupe.Hash, rs []dedupe.Result) error {
 	if len(rs) != len(hs) {
-		return fmt.Errorf("Claim of %d hashes returned %d results", len(hs), len(rs))
+		return fmt.Errorf("claim of %d hashes returned %d results", len(hs), len(rs))
 	}
 	for i, r := range rs {
 		switch r.Status {
