@@ -1,0 +1,238 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/hookgate/hookgate/verify"
+)
+
+// config is what one load run does.
+type config struct {
+	url      string
+	secret   string
+	conns    int
+	duration time.Duration
+	warmup   time.Duration
+	timeout  time.Duration
+	dup      float64
+	size     int
+	label    string
+	idPrefix string
+	replay   int
+}
+
+func (c config) check() error {
+	u, err := url.Parse(c.url)
+	switch {
+	case c.url == "" || err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "":
+		return fmt.Errorf("%w: -url %q: want an http(s) URL", errUsage, c.url)
+	case c.secret == "":
+		return fmt.Errorf("%w: -secret is required", errUsage)
+	case c.conns < 1:
+		return fmt.Errorf("%w: -c %d: want at least 1", errUsage, c.conns)
+	case c.duration <= 0:
+		return fmt.Errorf("%w: -d %s: want more than 0", errUsage, c.duration)
+	case c.warmup < 0:
+		return fmt.Errorf("%w: -warmup %s: want 0 or more", errUsage, c.warmup)
+	case c.timeout <= 0:
+		return fmt.Errorf("%w: -timeout %s: want more than 0", errUsage, c.timeout)
+	case c.dup < 0 || c.dup > 1:
+		return fmt.Errorf("%w: -dup %g: want 0..1", errUsage, c.dup)
+	case c.size < 0:
+		return fmt.Errorf("%w: -size %d: want 0 or more", errUsage, c.size)
+	case c.replay < 0:
+		return fmt.Errorf("%w: -replay %d: want 0 or more", errUsage, c.replay)
+	}
+	return nil
+}
+
+// Phases of a run: requests completing in phaseMeasure are measured.
+const (
+	phaseWarmup int32 = iota
+	phaseMeasure
+	phaseStop
+)
+
+// shared is the state the workers of one run share.
+type shared struct {
+	cfg    config
+	signer *verify.Standard
+	phase  atomic.Int32
+	// next is the number of the next new id.
+	next atomic.Uint64
+	// stored holds the numbers of ids whose first send was answered 202
+	// or 200: the ids that can be redelivered.
+	stored idPool
+}
+
+// load runs cfg: warmup, then the measured duration, then it waits for the
+// requests in flight and sums up what the workers measured.
+func load(ctx context.Context, cfg config) (*result, error) {
+	if err := cfg.check(); err != nil {
+		return nil, err
+	}
+	signer, err := verify.NewStandard(cfg.secret)
+	if err != nil {
+		return nil, fmt.Errorf("-secret: %w", err)
+	}
+	sh := &shared{cfg: cfg, signer: signer}
+	workers := make([]*worker, cfg.conns)
+	var wg sync.WaitGroup
+	for i := range workers {
+		w := newWorker(sh, uint64(i))
+		workers[i] = w
+		wg.Go(w.loop)
+	}
+	if cfg.warmup > 0 {
+		wait(ctx, cfg.warmup)
+	}
+	sh.phase.Store(phaseMeasure)
+	start := time.Now()
+	wait(ctx, cfg.duration)
+	sh.phase.Store(phaseStop)
+	elapsed := time.Since(start)
+	wg.Wait()
+	for _, w := range workers {
+		w.transport.CloseIdleConnections()
+	}
+	return summarize(cfg.label, elapsed, sh.next.Load(), workers), nil
+}
+
+// wait returns after d or when ctx ends, whichever is first.
+func wait(ctx context.Context, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-ctx.Done():
+	}
+}
+
+// worker sends one request at a time on its own keep-alive connection.
+type worker struct {
+	sh        *shared
+	transport *http.Transport
+	client    *http.Client
+	rng       *rand.Rand
+	samples   samples
+}
+
+func newWorker(sh *shared, n uint64) *worker {
+	t := &http.Transport{
+		MaxConnsPerHost:     1,
+		MaxIdleConnsPerHost: 1,
+		MaxIdleConns:        1,
+		DisableCompression:  true,
+	}
+	return &worker{
+		sh:        sh,
+		transport: t,
+		client:    &http.Client{Transport: t, Timeout: sh.cfg.timeout},
+		rng:       rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), n)),
+	}
+}
+
+func (w *worker) loop() {
+	for w.sh.phase.Load() != phaseStop {
+		n, redelivery := w.pick()
+		status, latency, err := w.send(n)
+		if !redelivery && (status == http.StatusAccepted || status == http.StatusOK) {
+			w.sh.stored.add(n)
+		}
+		if w.sh.phase.Load() == phaseMeasure {
+			w.samples.add(redelivery, status, latency, err)
+		}
+	}
+}
+
+// pick chooses the id of the next request: a redelivery of a stored id
+// with probability -dup (always with -replay), else the next new id.
+func (w *worker) pick() (n uint64, redelivery bool) {
+	cfg := &w.sh.cfg
+	if cfg.replay > 0 {
+		return w.rng.Uint64N(uint64(cfg.replay)), true
+	}
+	if cfg.dup > 0 && w.rng.Float64() < cfg.dup {
+		if n, ok := w.sh.stored.pick(w.rng); ok {
+			return n, true
+		}
+	}
+	return w.sh.next.Add(1) - 1, false
+}
+
+// send delivers event n, freshly signed, and reads the whole response.
+func (w *worker) send(n uint64) (status int, latency time.Duration, err error) {
+	id := eventID(w.sh.cfg.idPrefix, n)
+	body := eventBody(id, w.sh.cfg.size)
+	req, err := http.NewRequest(http.MethodPost, w.sh.cfg.url, bytes.NewReader(body))
+	if err != nil {
+		return 0, 0, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set(verify.HeaderWebhookID, id)
+	if err := w.sh.signer.Sign(req, body); err != nil {
+		return 0, 0, err
+	}
+	start := time.Now()
+	resp, err := w.client.Do(req)
+	if err != nil {
+		return 0, time.Since(start), err
+	}
+	_, err = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	return resp.StatusCode, time.Since(start), err
+}
+
+// eventID is the webhook-id of event n.
+func eventID(prefix string, n uint64) string {
+	return prefix + "-" + strconv.FormatUint(n, 10)
+}
+
+// eventBody is a JSON event for id, padded to size bytes; it is never
+// shorter than the JSON without padding. The same id always gives the same
+// body, as a provider's redelivery does.
+func eventBody(id string, size int) []byte {
+	const head, mid, tail = `{"type":"bench.event","id":"`, `","pad":"`, `"}`
+	pad := max(size-len(head)-len(id)-len(mid)-len(tail), 0)
+	var b bytes.Buffer
+	b.Grow(size)
+	b.WriteString(head)
+	b.WriteString(id)
+	b.WriteString(mid)
+	b.WriteString(strings.Repeat("x", pad))
+	b.WriteString(tail)
+	return b.Bytes()
+}
+
+// idPool is the set of event numbers that can be redelivered.
+type idPool struct {
+	mu  sync.Mutex
+	ids []uint64
+}
+
+func (p *idPool) add(n uint64) {
+	p.mu.Lock()
+	p.ids = append(p.ids, n)
+	p.mu.Unlock()
+}
+
+// pick returns a uniformly chosen member, and false when the pool is empty.
+func (p *idPool) pick(rng *rand.Rand) (uint64, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if len(p.ids) == 0 {
+		return 0, false
+	}
+	return p.ids[rng.IntN(len(p.ids))], true
+}

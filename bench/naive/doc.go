@@ -1,0 +1,20 @@
+// Command naive is the per-request baseline for the intake benchmark: the
+// work hookgate does for a Standard Webhooks delivery, with one SQLite
+// transaction and one fsync per request instead of a group commit.
+//
+//	naive -listen 127.0.0.1:0 -db /tmp/naive.db -secret whsec_...
+//
+// For POST /in/{source} it reads the body (413 above 1 MiB), verifies the
+// signature with the verify package (401), then in one transaction inserts
+// the webhook-id into the keys table (INSERT OR IGNORE) and, when the id is
+// new, the payload into the events table, and commits durably (WAL,
+// synchronous=FULL, through dedupe/sqlite's OpenDB). It answers 202 for a
+// new id, 200 for a duplicate and 503 when the store fails.
+//
+// -max-conns limits the database connections; the default 1 makes
+// requests queue for the write lock in database/sql instead of in
+// SQLite's busy handler, whose sleeps would only make the baseline slower.
+//
+// It prints "listening on http://ADDR" once it accepts connections, answers
+// GET /healthz with 200, and stops on SIGINT or SIGTERM.
+package main

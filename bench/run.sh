@@ -1,0 +1,193 @@
+#!/usr/bin/env bash
+# Intake load benchmark: how many signed Standard Webhooks deliveries per
+# second hookgate accepts (202, durable) and answers as duplicates (200),
+# against two reference servers:
+#   bare      net/http that reads the body and answers 202: the ceiling of the HTTP stack
+#   naive     verify + one SQLite transaction and fsync per request (bench/naive)
+#   hookgate  `hookgate serve` with the config below (group commit)
+#
+# Usage (from anywhere):  bench/run.sh
+#   DURATION=10s  measured time per loadgen run     WARMUP=2s  unmeasured load first
+#   CONNS=64      concurrent keep-alive connections DUP=0.2    share of redeliveries
+#   SIZE=512      body bytes                        SERVERS="bare naive hookgate"
+#
+# It builds loadgen, bare, naive and ./cmd/hookgate into bench/out/, then for
+# each server in turn: start it on a free port (port 0; the server announces
+# "listening on http://ADDR") with a fresh database in a temp directory, poll
+# GET /healthz until it answers, run loadgen, stop it. Results go to
+# bench/out/results/<run>.json, server output to bench/out/logs/<server>.log.
+#
+# Runs and id scheme: loadgen gives new events the ids "<run>-0", "<run>-1",
+# ... and reports how many it used ("ids" in its JSON). For naive and
+# hookgate a second run, "<server>-replay", follows against the same server
+# and database with `-id-prefix <server> -replay <ids>`: it resends only ids
+# the first run sent, so every request is a true redelivery of a stored event
+# and should be answered 200. The summary compares hookgate's 200s per second
+# in that run with bare's requests per second (target: at least 70%).
+set -euo pipefail
+
+DURATION=${DURATION:-10s}
+WARMUP=${WARMUP:-2s}
+CONNS=${CONNS:-64}
+DUP=${DUP:-0.2}
+SIZE=${SIZE:-512}
+SERVERS=${SERVERS:-bare naive hookgate}
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+OUT=$ROOT/bench/out
+RESULTS=$OUT/results
+LOGS=$OUT/logs
+TMP=$(mktemp -d "${TMPDIR:-/tmp}/hookgate-bench.XXXXXX")
+SERVER_PID=
+BASE=
+RUNS=()
+
+cleanup() {
+	if [[ -n $SERVER_PID ]]; then
+		kill -TERM "$SERVER_PID" 2>/dev/null || true
+		wait "$SERVER_PID" 2>/dev/null || true
+	fi
+	rm -rf "$TMP"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+BENCH_SECRET=whsec_$(head -c 24 /dev/urandom | base64)
+export BENCH_SECRET
+
+# start_server NAME CMD...: starts CMD in the background, output to
+# $LOGS/NAME.log, and sets BASE once GET $BASE/healthz answers.
+start_server() {
+	local name=$1 log=$LOGS/$1.log url
+	shift
+	"$@" >"$log" 2>&1 &
+	SERVER_PID=$!
+	for _ in $(seq 600); do # 600 polls, 50 ms apart: 30 s
+		if ! kill -0 "$SERVER_PID" 2>/dev/null; then
+			wait "$SERVER_PID" || true
+			SERVER_PID=
+			echo "$name exited before answering; its output:" >&2
+			cat "$log" >&2
+			exit 1
+		fi
+		url=$(grep -o -m1 'listening on http://[^ ]*' "$log" | sed 's/^listening on //' || true)
+		if [[ -n $url ]] && curl -fsS -o /dev/null --max-time 1 "$url/healthz" 2>/dev/null; then
+			BASE=$url
+			return
+		fi
+		sleep 0.05
+	done
+	echo "$name did not answer GET /healthz within 30 s; its output:" >&2
+	cat "$log" >&2
+	exit 1
+}
+
+# stop_server NAME: fails if the server died during the load, else stops it.
+stop_server() {
+	if ! kill -0 "$SERVER_PID" 2>/dev/null; then
+		echo "$1 died during the load; its output: $LOGS/$1.log" >&2
+		exit 1
+	fi
+	kill -TERM "$SERVER_PID"
+	wait "$SERVER_PID" || echo "$1 exited with status $? on SIGTERM (see $LOGS/$1.log)" >&2
+	SERVER_PID=
+}
+
+# load RUN ARGS...: runs loadgen against $BASE/in/app, saves its JSON as
+# $RESULTS/RUN.json and prints one line.
+load() {
+	local run=$1
+	shift
+	"$OUT/loadgen" -url "$BASE/in/app" -c "$CONNS" -d "$DURATION" -warmup "$WARMUP" \
+		-size "$SIZE" -label "$run" -json "$@" >"$RESULTS/$run.json"
+	RUNS+=("$run")
+	jq -r '"\(.label): \(.req_per_s|floor) req/s, \(.accepted_per_s|floor) 202/s, \(.duplicates_per_s|floor) 200/s, \(.errors) errors, \(.other) other, p99 \(.p99_ms*100|round/100) ms"' "$RESULTS/$run.json"
+}
+
+# replay SERVER: resends the ids of the run SERVER on the same server.
+replay() {
+	local ids
+	ids=$(jq -r .ids "$RESULTS/$1.json")
+	load "$1-replay" -id-prefix "$1" -replay "$ids"
+}
+
+cd "$ROOT"
+mkdir -p "$OUT" "$LOGS"
+rm -rf "$RESULTS"
+mkdir -p "$RESULTS"
+echo "building into $OUT"
+go build -o "$OUT/loadgen" ./bench/loadgen
+go build -o "$OUT/bare" ./bench/bare
+go build -o "$OUT/naive" ./bench/naive
+if [[ " $SERVERS " == *" hookgate "* ]]; then
+	go build -o "$OUT/hookgate" ./cmd/hookgate
+fi
+echo "load: -c $CONNS -d $DURATION -warmup $WARMUP -dup $DUP -size $SIZE"
+
+for server in $SERVERS; do
+	case $server in
+	bare)
+		start_server bare "$OUT/bare" -listen 127.0.0.1:0
+		load bare -dup "$DUP"
+		stop_server bare
+		;;
+	naive)
+		start_server naive "$OUT/naive" -listen 127.0.0.1:0 -db "$TMP/naive.db"
+		load naive -dup "$DUP"
+		replay naive
+		stop_server naive
+		;;
+	hookgate)
+		cat >"$TMP/hookgate.yaml" <<EOF
+listen: 127.0.0.1:0
+database: sqlite:$TMP/hookgate.db
+sources:
+  - name: app
+    provider: standard
+    secret: env:BENCH_SECRET
+EOF
+		start_server hookgate "$OUT/hookgate" serve --config "$TMP/hookgate.yaml" --log-level warn
+		load hookgate -dup "$DUP"
+		replay hookgate
+		stop_server hookgate
+		;;
+	*)
+		echo "unknown server $server in SERVERS (want bare, naive, hookgate)" >&2
+		exit 2
+		;;
+	esac
+done
+
+echo
+echo "results (ms; rates per second)"
+{
+	echo "run req/s 202/s 200/s errors other p50 p99 max p99(202) p99(200) redelivered_202 new_200"
+	for run in "${RUNS[@]}"; do
+		jq -r '[.label, (.req_per_s|floor), (.accepted_per_s|floor), (.duplicates_per_s|floor),
+			.errors, .other, (.p50_ms*100|round/100), (.p99_ms*100|round/100), (.max_ms*100|round/100),
+			(.p99_202_ms*100|round/100), (.p99_200_ms*100|round/100), .redelivered_202, .new_200] | @tsv' "$RESULTS/$run.json"
+	done
+} | column -t
+
+# ratio NAME RUN_A FIELD_A RUN_B FIELD_B [TARGET]: prints A/B when both runs exist.
+ratio() {
+	local a=$RESULTS/$2.json b=$RESULTS/$4.json r
+	if [[ ! -f $a || ! -f $b ]]; then
+		r="n/a (needs $2 and $4)"
+	else
+		r=$(jq -rn --slurpfile a "$a" --slurpfile b "$b" \
+			"\$a[0].$3 as \$x | \$b[0].$5 as \$y | if \$y == 0 then \"n/a (zero)\" else \$x / \$y * 100 | round / 100 end")
+	fi
+	printf '%-46s %s%s\n' "$1" "$r" "${6:+  (target $6)}"
+}
+
+echo
+echo "ratios"
+ratio "accepted/s hookgate / naive" hookgate accepted_per_s naive accepted_per_s
+ratio "accepted/s hookgate / bare req/s" hookgate accepted_per_s bare req_per_s
+ratio "duplicates/s hookgate / naive (mixed run)" hookgate duplicates_per_s naive duplicates_per_s
+ratio "duplicates/s hookgate-replay / bare req/s" hookgate-replay duplicates_per_s bare req_per_s ">= 0.70"
+ratio "duplicates/s hookgate-replay / naive-replay" hookgate-replay duplicates_per_s naive-replay duplicates_per_s
+ratio "p99 hookgate / naive" hookgate p99_ms naive p99_ms
+ratio "p99 hookgate / bare" hookgate p99_ms bare p99_ms
+ratio "p99 hookgate-replay / bare" hookgate-replay p99_ms bare p99_ms
