@@ -145,20 +145,17 @@ func New(cfg config.Source, defaults config.Dedupe, opts ...verify.Option) (*Sou
 
 // override replaces the preset's selectors with the configured ones.
 func (s *Source) override(cfg config.Source) error {
-	compile := func(sel string) (selector, error) {
-		if sel == "" {
-			return nil, nil
-		}
-		return newFieldSel(sel)
-	}
 	var errs []error
 	set := func(dst *selector, sel string) {
-		f, err := compile(sel)
+		if sel == "" {
+			return
+		}
+		f, err := newFieldSel(sel)
 		if err != nil {
 			errs = append(errs, err)
-		} else if f != nil {
-			*dst = f
+			return
 		}
+		*dst = f
 	}
 	if len(cfg.Key) > 0 {
 		s.key = make([]selector, len(cfg.Key))
