@@ -15,9 +15,15 @@ import (
 
 // HubSpot header names.
 const (
-	HeaderHubSpotSignatureV3      = "X-HubSpot-Signature-v3"
+	// HeaderHubSpotSignatureV3 carries the base64 v3 signature.
+	HeaderHubSpotSignatureV3 = "X-HubSpot-Signature-v3"
+	// HeaderHubSpotRequestTimestamp carries the v3 signing time in unix
+	// milliseconds.
 	HeaderHubSpotRequestTimestamp = "X-HubSpot-Request-Timestamp"
-	HeaderHubSpotSignature        = "X-HubSpot-Signature"
+	// HeaderHubSpotSignature carries the hex v1 or v2 signature.
+	HeaderHubSpotSignature = "X-HubSpot-Signature"
+	// HeaderHubSpotSignatureVersion says which of v1 and v2
+	// HeaderHubSpotSignature holds.
 	HeaderHubSpotSignatureVersion = "X-HubSpot-Signature-Version"
 )
 

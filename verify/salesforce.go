@@ -12,7 +12,10 @@ import (
 
 // XML namespaces of a Salesforce outbound message.
 const (
-	NamespaceSOAPEnvelope       = "http://schemas.xmlsoap.org/soap/envelope/"
+	// NamespaceSOAPEnvelope is the SOAP 1.1 namespace of Envelope and Body.
+	NamespaceSOAPEnvelope = "http://schemas.xmlsoap.org/soap/envelope/"
+	// NamespaceSalesforceOutbound is the namespace of notifications and
+	// OrganizationId.
 	NamespaceSalesforceOutbound = "http://soap.sforce.com/2005/09/outbound"
 )
 

@@ -12,8 +12,11 @@ import (
 
 // Standard Webhooks header names.
 const (
-	HeaderWebhookID        = "webhook-id"
+	// HeaderWebhookID carries the message id, stable across retries.
+	HeaderWebhookID = "webhook-id"
+	// HeaderWebhookTimestamp carries the signing time in unix seconds.
 	HeaderWebhookTimestamp = "webhook-timestamp"
+	// HeaderWebhookSignature carries space-separated "v1,<base64>" entries.
 	HeaderWebhookSignature = "webhook-signature"
 )
 
