@@ -1,2 +1,69 @@
-// Package sqlite is a [dedupe.Store] kept in a SQLite database file.
+// Package sqlite is a [dedupe.Store] kept in a SQLite database file: the
+// embedded default, where one file holds the dedupe keys, the inbox and the
+// entities, and one transaction covers all three.
+//
+// # Table
+//
+// Keys live in dedupe_keys: the 16-byte hash as primary key (WITHOUT ROWID,
+// so the row is stored in the key's B-tree), the claim's token, whether it
+// is committed, and when it was first seen and expires, in Unix
+// nanoseconds. An index on expires lets [Store.Sweep] find expired keys
+// without scanning the table. [New] creates both if they are absent.
+//
+// Each batch call is one transaction, so it costs one fsync however many
+// keys it carries. A claim is a single INSERT ... ON CONFLICT DO UPDATE
+// statement per chunk of keys, which takes the keys that are absent or
+// expired and returns them; SQLite decides and writes each row in one step.
+// Tokens are random, so claims from several processes on one file never
+// share one.
+//
+// # Durability
+//
+// [OpenDB] sets every connection to
+//
+//   - journal_mode=WAL, so readers and the one writer do not block each
+//     other;
+//   - synchronous=FULL, so every commit fsyncs the WAL before it returns: a
+//     key that Commit (or the caller's transaction) reported committed is
+//     still there after a crash or power loss. NORMAL would be faster but
+//     can lose the last commits on power loss, which would let a provider's
+//     retry of an acknowledged event through as new;
+//   - busy_timeout of 10 s and BEGIN IMMEDIATE for every transaction, so a
+//     transaction holds the write lock from its first statement: concurrent
+//     writers, in this process or another, wait their turn instead of
+//     failing when a read lock cannot be upgraded;
+//   - temp_store=MEMORY, so the statement journal of a many-row statement
+//     stays in memory instead of spilling to a temporary file;
+//   - foreign_keys=ON for the tables that share the file.
+//
+// OpenDB reads journal_mode and synchronous back and fails with
+// [ErrNotDurable] if SQLite did not take them. Within one process, a
+// [Store]'s own transactions also queue on a channel, so waiting goroutines
+// neither hold connections nor poll the lock.
+//
+// # Driver
+//
+// The store uses modernc.org/sqlite, SQLite translated to Go: no cgo, so
+// hookgate cross-compiles and builds with the Go toolchain alone. It was
+// measured against github.com/ncruces/go-sqlite3 v0.37.0 (SQLite compiled
+// from WebAssembly to Go) on the 2-core development VM, with WAL and
+// synchronous=FULL, three runs each (ranges are the spread across runs on a
+// shared machine):
+//
+//	                                         modernc v1.62.0   ncruces v0.37.0
+//	100 single-row INSERT transactions        0.65-0.97 ms/tx   0.72-0.79 ms/tx
+//	one transaction of 100 INSERTs             34-41 µs/row      35-37 µs/row
+//	point lookup by 16-byte blob key           15.0-15.9 µs      15.7-16.8 µs
+//
+// Neither was clearly faster: both spend the single-row transaction in the
+// fsync and the batch in SQLite itself. modernc was already a dependency,
+// so it stays.
+//
+// With this store on that VM (go test -bench . over a table of 20,000
+// keys), claiming and committing one key per durable transaction took
+// 0.34-0.38 ms; claiming and committing 100 keys in one transaction took
+// 40-43 µs per key, about 9 times less. The batch is bound by SQLite's work
+// per key (two B-tree writes and an index update on a random page), the
+// single claim by the fsync, so the gain grows with the disk's fsync
+// latency.
 package sqlite

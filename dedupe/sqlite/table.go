@@ -71,8 +71,7 @@ func (s *Store) claim(ctx context.Context, tx *sql.Tx, lease time.Duration, hash
 		chunk := hashes[lo:min(lo+batchLimit, len(hashes))]
 		// first maps each distinct hash to the index of its first occurrence.
 		first := make(map[dedupe.Hash]int, len(chunk))
-		args := make([]any, 0, 2+2*len(chunk))
-		args = append(args, now, end)
+		args := make([]any, 0, 4*len(chunk))
 		for i, h := range chunk {
 			if _, seen := first[h]; seen {
 				continue
@@ -80,7 +79,7 @@ func (s *Store) claim(ctx context.Context, tx *sql.Tx, lease time.Duration, hash
 			first[h] = i
 			tok := newToken()
 			rs[lo+i].Lease = dedupe.Lease{Hash: h, Token: tok}
-			args = append(args, h[:], int64(tok))
+			args = append(args, h[:], int64(tok), now, end)
 		}
 		won, err := upsertClaims(ctx, tx, args, len(first))
 		if err != nil {
@@ -128,18 +127,14 @@ func (s *Store) claim(ctx context.Context, tx *sql.Tx, lease time.Duration, hash
 	return rs, nil
 }
 
-// upsertClaims writes a lease (now until end, the first two args) for each
-// of the n hash and token pairs that follow, on keys that are absent or
-// expired, and returns the token each written key now holds.
+// upsertClaims writes the n leases in args (hash, token, first seen,
+// expires) on the keys that are absent or expired, and returns the token
+// each written key now holds. Placeholders are anonymous: the driver looks
+// up the name of every numbered one as it binds, in time that grows with
+// their count.
 func upsertClaims(ctx context.Context, tx *sql.Tx, args []any, n int) (map[dedupe.Hash]dedupe.Token, error) {
-	var values strings.Builder
-	for i := range n {
-		if i > 0 {
-			values.WriteString(", ")
-		}
-		fmt.Fprintf(&values, "(?%d, ?%d, 0, ?1, ?2)", 3+2*i, 4+2*i)
-	}
-	q := "INSERT INTO dedupe_keys (hash, token, committed, first_seen, expires) VALUES " + values.String() +
+	q := "INSERT INTO dedupe_keys (hash, token, committed, first_seen, expires) VALUES " +
+		rows("(?, ?, 0, ?, ?)", n) +
 		" ON CONFLICT (hash) DO UPDATE SET token = excluded.token, committed = 0," +
 		" first_seen = excluded.first_seen, expires = excluded.expires" +
 		" WHERE dedupe_keys.expires <= excluded.first_seen RETURNING hash, token"
