@@ -14,8 +14,8 @@
 // keys it carries. A claim is a single INSERT ... ON CONFLICT DO UPDATE
 // statement per chunk of keys, which takes the keys that are absent or
 // expired and returns them; SQLite decides and writes each row in one step.
-// Tokens are random, so claims from several processes on one file never
-// share one.
+// Tokens are 64-bit random numbers, so claims from several processes on one
+// file do not share one.
 //
 // # Durability
 //
@@ -29,9 +29,9 @@
 //     can lose the last commits on power loss, which would let a provider's
 //     retry of an acknowledged event through as new;
 //   - busy_timeout of 10 s and BEGIN IMMEDIATE for every transaction, so a
-//     transaction holds the write lock from its first statement: concurrent
-//     writers, in this process or another, wait their turn instead of
-//     failing when a read lock cannot be upgraded;
+//     transaction takes the write lock when it begins: concurrent writers,
+//     in this process or another, wait their turn instead of failing when a
+//     read lock cannot be upgraded;
 //   - temp_store=MEMORY, so the statement journal of a many-row statement
 //     stays in memory instead of spilling to a temporary file;
 //   - foreign_keys=ON for the tables that share the file.
@@ -60,10 +60,11 @@
 // so it stays.
 //
 // With this store on that VM (go test -bench . over a table of 20,000
-// keys), claiming and committing one key per durable transaction took
-// 0.34-0.38 ms; claiming and committing 100 keys in one transaction took
-// 40-43 µs per key, about 9 times less. The batch is bound by SQLite's work
-// per key (two B-tree writes and an index update on a random page), the
-// single claim by the fsync, so the gain grows with the disk's fsync
-// latency.
+// keys, several runs), claiming and committing one key per durable
+// transaction took 0.34-0.86 ms; claiming and committing 100 keys in one
+// transaction took 40-56 µs per key, 9 to 16 times less. The single claim
+// is bound by the fsync, whose latency varied with the other work on the
+// shared disk; the batch by SQLite's own work per key (writing the row on a
+// random page, updating it at commit, keeping the expires index in step),
+// so the gain grows with the disk's fsync latency.
 package sqlite

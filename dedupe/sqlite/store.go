@@ -24,8 +24,8 @@ type Store struct {
 	ownsDB bool
 	now    func() time.Time
 	// writer admits one of this store's own write transactions at a time,
-	// so goroutines of one process queue here, in order and without holding
-	// a connection, rather than polling SQLite's lock on the busy timeout.
+	// so goroutines of one process queue here, without holding a
+	// connection, rather than polling SQLite's lock on the busy timeout.
 	writer chan struct{}
 }
 
@@ -75,7 +75,9 @@ func (s *Store) Close() error {
 // releases and sweeps made through it become visible to others, and
 // durable, only when the caller commits tx, and vanish if it rolls back: the
 // gateway claims its keys, inserts its inbox rows and commits the keys in
-// one transaction. The returned store must not be used after tx ends.
+// one transaction. The returned store must not be used after tx ends. While
+// a goroutine holds tx, it must go through Tx: the store's own methods
+// would wait for the write lock that tx holds.
 func (s *Store) Tx(tx *sql.Tx) dedupe.Store {
 	return txStore{s: s, tx: tx}
 }

@@ -197,45 +197,45 @@ func (s *Store) commit(ctx context.Context, tx *sql.Tx, window time.Duration, le
 	end := after(s.now().UnixNano(), window)
 	for lo := 0; lo < len(leases); lo += batchLimit {
 		chunk := leases[lo:min(lo+batchLimit, len(leases))]
-		args := append(make([]any, 0, 1+2*len(chunk)), end)
-		args = appendLeases(args, chunk)
-		// A committed key keeps its window but still counts as held.
-		q := "UPDATE dedupe_keys SET expires = CASE committed WHEN 1 THEN expires ELSE ? END, committed = 1" +
-			" WHERE (hash, token) IN (VALUES " + rows("(?, ?)", len(chunk)) + ") RETURNING hash, token"
-		got, err := tx.QueryContext(ctx, q, args...)
+		holding, err := updateCommits(ctx, tx, end, chunk)
 		if err != nil {
 			return nil, err
 		}
-		ok := make(map[dedupe.Lease]bool, len(chunk))
-		for got.Next() {
-			var (
-				raw []byte
-				tok int64
-			)
-			if err := got.Scan(&raw, &tok); err != nil {
-				got.Close()
-				return nil, err
-			}
-			h, err := toHash(raw)
-			if err != nil {
-				got.Close()
-				return nil, err
-			}
-			ok[dedupe.Lease{Hash: h, Token: dedupe.Token(tok)}] = true
-		}
-		if err := got.Close(); err != nil {
-			return nil, err
-		}
-		if err := got.Err(); err != nil {
-			return nil, err
-		}
 		for _, l := range chunk {
-			if !ok[l] && lost == nil {
+			if !holding[l] && lost == nil {
 				lost = fmt.Errorf("dedupe/sqlite: commit %s: %w", l.Hash, dedupe.ErrLeaseLost)
 			}
 		}
 	}
 	return lost, nil
+}
+
+// updateCommits marks the keys that leases still hold committed until end
+// and returns those leases. A key committed before keeps its window.
+func updateCommits(ctx context.Context, tx *sql.Tx, end int64, leases []dedupe.Lease) (map[dedupe.Lease]bool, error) {
+	q := "UPDATE dedupe_keys SET expires = CASE committed WHEN 1 THEN expires ELSE ? END, committed = 1" +
+		" WHERE (hash, token) IN (VALUES " + rows("(?, ?)", len(leases)) + ") RETURNING hash, token"
+	got, err := tx.QueryContext(ctx, q, appendLeases([]any{end}, leases)...)
+	if err != nil {
+		return nil, err
+	}
+	defer got.Close()
+	holding := make(map[dedupe.Lease]bool, len(leases))
+	for got.Next() {
+		var (
+			raw []byte
+			tok int64
+		)
+		if err := got.Scan(&raw, &tok); err != nil {
+			return nil, err
+		}
+		h, err := toHash(raw)
+		if err != nil {
+			return nil, err
+		}
+		holding[dedupe.Lease{Hash: h, Token: dedupe.Token(tok)}] = true
+	}
+	return holding, got.Err()
 }
 
 // release deletes the uncommitted claims leases still hold.
@@ -282,7 +282,8 @@ func appendLeases(args []any, leases []dedupe.Lease) []any {
 }
 
 // newToken returns a random non-zero token. Tokens are random rather than
-// counted so that claims from processes sharing one file never collide.
+// counted so that claims from processes sharing one file do not collide;
+// math/rand/v2's generator is seeded randomly in each process.
 func newToken() dedupe.Token {
 	for {
 		if t := rand.Uint64(); t != 0 {
@@ -291,6 +292,7 @@ func newToken() dedupe.Token {
 	}
 }
 
+// toHash reads a hash column.
 func toHash(raw []byte) (dedupe.Hash, error) {
 	var h dedupe.Hash
 	if len(raw) != len(h) {
@@ -309,6 +311,7 @@ func after(now int64, d time.Duration) int64 {
 	return now + int64(d)
 }
 
+// unix is the time of a Unix nanoseconds column.
 func unix(ns int64) time.Time {
 	return time.Unix(0, ns).UTC()
 }
