@@ -56,9 +56,6 @@ func TestClaimRaceAcrossProcesses(t *testing.T) {
 		return
 	}
 	t.Parallel()
-	if testing.Short() {
-		t.Skip("starts several processes")
-	}
 	dir := t.TempDir()
 	path := filepath.Join(dir, "race.db")
 	s, err := sqlite.Open(path, sqlite.Options{})
