@@ -1,0 +1,39 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/hookgate/hookgate/internal/source"
+)
+
+func init() {
+	register("check-config", "validate a config file and print the resolved sources (secrets masked)", runCheckConfig)
+}
+
+func runCheckConfig(_ context.Context, args []string, std IO) error {
+	fs := newFlags("check-config", std)
+	db := storeFlags(fs)
+	if err := parse(fs, args, false); err != nil {
+		return err
+	}
+	if db.configPath == "" {
+		return usagef("check-config: --config (or HOOKGATE_CONFIG) is required")
+	}
+	cfg, _, err := db.config()
+	if err != nil {
+		return err
+	}
+	for _, sc := range cfg.Sources {
+		if _, err := source.New(sc, cfg.Dedupe); err != nil {
+			return fmt.Errorf("source %s: %w", sc.Name, err)
+		}
+	}
+	out, err := cfg.Redacted()
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(std.Stdout, "# %s: valid, %d source(s)\n", db.configPath, len(cfg.Sources))
+	_, err = std.Stdout.Write(out)
+	return err
+}

@@ -1,0 +1,103 @@
+package cli_test
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"io"
+	"os"
+	"os/exec"
+	"os/signal"
+	"regexp"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/hookgate/hookgate/internal/cli"
+)
+
+// runCLIEnv makes the test binary act as the hookgate command, so tests can
+// start real `hookgate serve` processes and kill them.
+const runCLIEnv = "HOOKGATE_TEST_RUN_CLI"
+
+func TestMain(m *testing.M) {
+	if v := os.Getenv(runCLIEnv); v != "" {
+		var args []string
+		if err := json.Unmarshal([]byte(v), &args); err != nil {
+			panic(err)
+		}
+		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+		err := cli.Run(ctx, args, os.Stdin, os.Stdout, os.Stderr)
+		stop()
+		if err != nil {
+			os.Stderr.WriteString("hookgate: " + err.Error() + "\n")
+			os.Exit(cli.ExitCode(err))
+		}
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+// process is a running `hookgate serve` child.
+type process struct {
+	cmd  *exec.Cmd
+	addr string
+	out  chan string
+}
+
+var listenLine = regexp.MustCompile(`hookgate listening on (http://\S+)`)
+
+// startServe starts `hookgate serve args...` in a child process and waits
+// until it listens.
+func startServe(t *testing.T, args ...string) *process {
+	t.Helper()
+	enc, err := json.Marshal(append([]string{"serve"}, args...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), runCLIEnv+"="+string(enc))
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr = &testWriter{t: t}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	p := &process{cmd: cmd, out: make(chan string, 100)}
+	t.Cleanup(func() {
+		if cmd.ProcessState == nil {
+			cmd.Process.Kill()
+			cmd.Wait()
+		}
+	})
+	lines := bufio.NewScanner(stdout)
+	found := make(chan string, 1)
+	go func() {
+		for lines.Scan() {
+			if m := listenLine.FindStringSubmatch(lines.Text()); m != nil {
+				found <- m[1]
+			}
+			select {
+			case p.out <- lines.Text():
+			default:
+			}
+		}
+		io.Copy(io.Discard, stdout)
+	}()
+	select {
+	case p.addr = <-found:
+	case <-time.After(60 * time.Second):
+		t.Fatal("hookgate serve did not start listening within 60s")
+	}
+	return p
+}
+
+// testWriter sends a child's stderr to the test log.
+type testWriter struct{ t *testing.T }
+
+func (w *testWriter) Write(b []byte) (int, error) {
+	w.t.Logf("serve: %s", b)
+	return len(b), nil
+}

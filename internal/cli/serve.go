@@ -1,0 +1,148 @@
+package cli
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/hookgate/hookgate/internal/config"
+	"github.com/hookgate/hookgate/internal/intake"
+	"github.com/hookgate/hookgate/internal/source"
+)
+
+func init() {
+	register("serve", "receive, verify, deduplicate and store webhooks", runServe)
+}
+
+// shutdownGrace bounds how long a stopping server waits for requests in flight.
+const shutdownGrace = 30 * time.Second
+
+// demoSecretSetting names the demo source's secret in the store, so that
+// it survives restarts and the printed curl line keeps working.
+const demoSecretSetting = "demo.secret"
+
+func runServe(ctx context.Context, args []string, std IO) error {
+	fs := newFlags("serve", std)
+	db := storeFlags(fs)
+	listen := fs.String("listen", "", "listen address (overrides the config's listen)")
+	logLevel := fs.String("log-level", "info", "log level: debug, info, warn, error")
+	if err := parse(fs, args, false); err != nil {
+		return err
+	}
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
+		return usagef("serve: --log-level: %v", err)
+	}
+	log := slog.New(slog.NewTextHandler(std.Stderr, &slog.HandlerOptions{Level: level}))
+
+	cfg, demo, err := db.config()
+	if err != nil {
+		return err
+	}
+	if *listen != "" {
+		cfg.Listen = *listen
+	}
+	store, err := db.openConfig(cfg)
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+	var demoSecret string
+	if demo {
+		demoSecret, err = store.InitSetting(ctx, demoSecretSetting, newStandardSecret())
+		if err != nil {
+			return err
+		}
+		cfg.Sources = []config.Source{demoSource(demoSecret)}
+	}
+	sources := make([]*source.Source, 0, len(cfg.Sources))
+	for _, sc := range cfg.Sources {
+		s, err := source.New(sc, cfg.Dedupe)
+		if err != nil {
+			return fmt.Errorf("source %s: %w", sc.Name, err)
+		}
+		sources = append(sources, s)
+	}
+
+	committer := intake.NewCommitter(store, 0)
+	handler := intake.NewHandler(intake.Options{
+		Sources:   sources,
+		Committer: committer,
+		MaxBody:   int64(cfg.MaxBody),
+		Ready:     func(ctx context.Context) error { return store.DB().PingContext(ctx) },
+		Logger:    log,
+	})
+	ln, err := net.Listen("tcp", cfg.Listen)
+	if err != nil {
+		committer.Close()
+		return fmt.Errorf("listen: %w", err)
+	}
+	base := "http://" + ln.Addr().String()
+	fmt.Fprintf(std.Stdout, "hookgate listening on %s (database %s)\n", base, cfg.Database)
+	for _, s := range sources {
+		fmt.Fprintf(std.Stdout, "  source %-12s %-10s POST %s/in/%s\n", s.Name, s.Provider, base, s.Name)
+	}
+	if demo {
+		if err := printDemo(std, base, demoSecret, sources[0]); err != nil {
+			committer.Close()
+			return err
+		}
+	}
+
+	srv := &http.Server{
+		Handler:           handler,
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       time.Minute,
+		IdleTimeout:       2 * time.Minute,
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+	}
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+
+	select {
+	case err = <-served:
+	case <-ctx.Done():
+		log.Info("shutting down")
+		sctx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
+		err = srv.Shutdown(sctx)
+		cancel()
+	}
+	// Requests still waiting for the committer were answered by now, or
+	// are answered when it writes what it holds.
+	committer.Close()
+	if errors.Is(err, http.ErrServerClosed) {
+		err = nil
+	}
+	return err
+}
+
+// newStandardSecret makes a Standard Webhooks secret: whsec_ and 24
+// random bytes in base64.
+func newStandardSecret() string {
+	b := make([]byte, 24)
+	rand.Read(b)
+	return "whsec_" + base64.StdEncoding.EncodeToString(b)
+}
+
+func printDemo(std IO, base, secret string, src *source.Source) error {
+	body := `{"type":"demo.ping","data":{"hello":"world"}}`
+	req, err := http.NewRequest(http.MethodPost, base+"/in/"+src.Name, strings.NewReader(body))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	if err := src.Signer().Sign(req, []byte(body)); err != nil {
+		return err
+	}
+	fmt.Fprintf(std.Stdout, "\nNo --config given: serving the demo source %q (Standard Webhooks).\n", src.Name)
+	fmt.Fprintf(std.Stdout, "Its secret, kept in the database: %s\n", secret)
+	fmt.Fprintf(std.Stdout, "Send a signed event (202; run it again for a 200 duplicate; valid for 5 minutes,\n'hookgate sign' makes fresh ones):\n\n  %s\n\n", curlLine(req, body))
+	return nil
+}

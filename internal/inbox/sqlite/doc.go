@@ -1,0 +1,3 @@
+// Package sqlite keeps the inbox in the same SQLite file as the dedupe keys,
+// so one transaction (one fsync) claims, stores and commits a whole batch.
+package sqlite

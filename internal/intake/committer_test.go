@@ -1,0 +1,151 @@
+package intake_test
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/hookgate/hookgate/dedupe"
+	"github.com/hookgate/hookgate/internal/inbox"
+	inboxsqlite "github.com/hookgate/hookgate/internal/inbox/sqlite"
+	"github.com/hookgate/hookgate/internal/intake"
+)
+
+// countingStore counts the transactions Accept runs on a real store.
+type countingStore struct {
+	inbox.Store
+	txs   atomic.Int64
+	items atomic.Int64
+}
+
+func (s *countingStore) Accept(ctx context.Context, items []inbox.Item) ([]inbox.Outcome, error) {
+	s.txs.Add(1)
+	s.items.Add(int64(len(items)))
+	return s.Store.Accept(ctx, items)
+}
+
+func openStore(t *testing.T) *inboxsqlite.Store {
+	t.Helper()
+	s, err := inboxsqlite.Open(t.TempDir()+"/hookgate.db", inboxsqlite.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+func item(id string) inbox.Item {
+	k := dedupe.Key{Provider: "test", EventID: id}
+	return inbox.Item{Event: inbox.Event{Hash: k.Hash(), Scope: k.Scope(), Source: "test", Provider: "test", EventID: id, Payload: []byte("{}")}, Window: 0}
+}
+
+// Group commit: concurrent submitters share transactions, and every event
+// gets its own outcome.
+func TestCommitterGroupsConcurrentSubmits(t *testing.T) {
+	t.Parallel()
+	store := &countingStore{Store: openStore(t)}
+	c := intake.NewCommitter(store, 0)
+	defer c.Close()
+	const submitters, each = 64, 20
+	var wg sync.WaitGroup
+	var news atomic.Int64
+	for g := range submitters {
+		wg.Go(func() {
+			for i := range each {
+				outs, errs, err := c.Submit(context.Background(), []inbox.Item{item(fmt.Sprintf("e%d-%d", g, i))})
+				if err != nil || errs[0] != nil {
+					t.Errorf("submit: %v %v", err, errs[0])
+					return
+				}
+				if outs[0].Status == dedupe.New && outs[0].ID > 0 {
+					news.Add(1)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if news.Load() != submitters*each {
+		t.Fatalf("new events: %d, want %d", news.Load(), submitters*each)
+	}
+	if txs := store.txs.Load(); txs >= submitters*each {
+		t.Fatalf("%d transactions for %d events: no grouping", txs, submitters*each)
+	}
+	t.Logf("%d events in %d transactions", submitters*each, store.txs.Load())
+}
+
+// Single-flight: copies of one event submitted together resolve to one New
+// and duplicates, written once.
+func TestCommitterSingleFlight(t *testing.T) {
+	t.Parallel()
+	store := &countingStore{Store: openStore(t)}
+	c := intake.NewCommitter(store, 0)
+	defer c.Close()
+	const copies = 50
+	var wg sync.WaitGroup
+	statuses := make([]dedupe.Status, copies)
+	for i := range copies {
+		wg.Go(func() {
+			outs, errs, err := c.Submit(context.Background(), []inbox.Item{item("same")})
+			if err != nil || errs[0] != nil {
+				t.Errorf("submit: %v %v", err, errs)
+				return
+			}
+			statuses[i] = outs[0].Status
+		})
+	}
+	wg.Wait()
+	n := 0
+	for _, s := range statuses {
+		if s == dedupe.New {
+			n++
+		} else if s != dedupe.Duplicate {
+			t.Errorf("copy status %v, want new or duplicate", s)
+		}
+	}
+	if n != 1 {
+		t.Fatalf("%d copies were new, want 1", n)
+	}
+	// Copies inside one request are one event too.
+	outs, _, err := c.Submit(context.Background(), []inbox.Item{item("pair"), item("pair")})
+	if err != nil || outs[0].Status != dedupe.New || outs[1].Status != dedupe.Duplicate {
+		t.Fatalf("two copies in one submit: %+v %v", outs, err)
+	}
+	evs, err := store.List(context.Background(), inbox.Filter{})
+	if err != nil || len(evs) != 2 {
+		t.Fatalf("stored events: %d %v, want 2", len(evs), err)
+	}
+}
+
+// Close answers every submitted event and refuses new ones.
+func TestCommitterCloseDrains(t *testing.T) {
+	t.Parallel()
+	c := intake.NewCommitter(openStore(t), 0)
+	var wg sync.WaitGroup
+	var answered, refused atomic.Int64
+	start := make(chan struct{})
+	for i := range 100 {
+		wg.Go(func() {
+			<-start
+			outs, errs, err := c.Submit(context.Background(), []inbox.Item{item(fmt.Sprint(i))})
+			switch {
+			case err == intake.ErrClosed:
+				refused.Add(1)
+			case err == nil && errs[0] == nil && outs[0].Status == dedupe.New:
+				answered.Add(1)
+			default:
+				t.Errorf("submit %d: %v %v", i, err, errs)
+			}
+		})
+	}
+	close(start)
+	c.Close()
+	wg.Wait()
+	if answered.Load()+refused.Load() != 100 {
+		t.Fatalf("answered %d + refused %d != 100", answered.Load(), refused.Load())
+	}
+	if _, _, err := c.Submit(context.Background(), []inbox.Item{item("late")}); err != intake.ErrClosed {
+		t.Fatalf("submit after close: %v, want ErrClosed", err)
+	}
+}

@@ -1,0 +1,250 @@
+package intake
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/hookgate/hookgate/dedupe"
+	"github.com/hookgate/hookgate/internal/inbox"
+	"github.com/hookgate/hookgate/internal/source"
+)
+
+// DefaultMaxBody is the request body limit when Options.MaxBody is zero.
+const DefaultMaxBody = 1 << 20
+
+// storeRetryAfter is what a sender is told to wait when the store failed.
+const storeRetryAfter = 5 * time.Second
+
+// Options configure a Handler.
+type Options struct {
+	Sources   []*source.Source
+	Committer *Committer
+	// MaxBody limits request bodies (413 beyond); zero means DefaultMaxBody.
+	MaxBody int64
+	// Ready reports whether the store answers; /readyz calls it.
+	Ready  func(context.Context) error
+	Logger *slog.Logger
+}
+
+// Handler serves POST /in/{source} and POST /in/{source}/{tenant}, plus
+// /healthz and /readyz.
+type Handler struct {
+	sources   map[string]*source.Source
+	committer *Committer
+	maxBody   int64
+	ready     func(context.Context) error
+	log       *slog.Logger
+	mux       *http.ServeMux
+}
+
+// NewHandler builds the intake handler.
+func NewHandler(opts Options) *Handler {
+	h := &Handler{
+		sources:   make(map[string]*source.Source, len(opts.Sources)),
+		committer: opts.Committer,
+		maxBody:   opts.MaxBody,
+		ready:     opts.Ready,
+		log:       opts.Logger,
+		mux:       http.NewServeMux(),
+	}
+	if h.maxBody <= 0 {
+		h.maxBody = DefaultMaxBody
+	}
+	if h.log == nil {
+		h.log = slog.New(slog.DiscardHandler)
+	}
+	for _, s := range opts.Sources {
+		h.sources[s.Name] = s
+	}
+	h.mux.HandleFunc("POST /in/{source}", h.intake)
+	h.mux.HandleFunc("POST /in/{source}/{tenant}", h.intake)
+	h.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
+		io.WriteString(w, "ok\n")
+	})
+	h.mux.HandleFunc("GET /readyz", h.readyz)
+	return h
+}
+
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) { h.mux.ServeHTTP(w, r) }
+
+func (h *Handler) readyz(w http.ResponseWriter, r *http.Request) {
+	if h.ready != nil {
+		if err := h.ready(r.Context()); err != nil {
+			h.log.Error("not ready", "err", err)
+			http.Error(w, "store unavailable", http.StatusServiceUnavailable)
+			return
+		}
+	}
+	io.WriteString(w, "ok\n")
+}
+
+// requestError is an answer other than success, decided in one place.
+type requestError struct {
+	status     int
+	msg        string
+	retryAfter time.Duration
+	err        error
+}
+
+func (e *requestError) Error() string { return e.msg }
+func (e *requestError) Unwrap() error { return e.err }
+
+// EventResult is the per-event part of a response body.
+type EventResult struct {
+	EventID   string     `json:"event_id"`
+	Outcome   string     `json:"outcome"`
+	ID        int64      `json:"id,omitempty"`
+	FirstSeen *time.Time `json:"first_seen,omitempty"`
+}
+
+// Response is the JSON body of an intake answer.
+type Response struct {
+	Status string        `json:"status"`
+	Error  string        `json:"error,omitempty"`
+	Events []EventResult `json:"events,omitempty"`
+}
+
+func (h *Handler) intake(w http.ResponseWriter, r *http.Request) {
+	start := time.Now()
+	name := r.PathValue("source")
+	src := h.sources[name]
+	status, resp, err := h.accept(w, r, src)
+	if err != nil {
+		var re *requestError
+		if !errors.As(err, &re) {
+			re = &requestError{status: http.StatusInternalServerError, msg: "internal error", err: err}
+		}
+		status = re.status
+		resp = Response{Status: "error", Error: re.msg}
+		if re.retryAfter > 0 {
+			w.Header().Set("Retry-After", strconv.Itoa(int((re.retryAfter+time.Second-1)/time.Second)))
+		}
+		if status >= 500 {
+			h.log.Error("intake failed", "source", name, "status", status, "err", err)
+		}
+	}
+	writeResponse(w, src, status, resp)
+	h.log.Debug("intake", "source", name, "status", status, "events", len(resp.Events),
+		"err", errString(err), "duration", time.Since(start))
+}
+
+func errString(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
+}
+
+func (h *Handler) accept(w http.ResponseWriter, r *http.Request, src *source.Source) (int, Response, error) {
+	if src == nil {
+		return 0, Response{}, &requestError{status: http.StatusNotFound, msg: "unknown source " + strconv.Quote(r.PathValue("source"))}
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, h.maxBody))
+	if err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			return 0, Response{}, &requestError{status: http.StatusRequestEntityTooLarge,
+				msg: fmt.Sprintf("body larger than %d bytes", tooBig.Limit)}
+		}
+		return 0, Response{}, &requestError{status: http.StatusBadRequest, msg: "reading body: " + err.Error(), err: err}
+	}
+	if err := src.Authenticate(r, body); err != nil {
+		return 0, Response{}, &requestError{status: http.StatusUnauthorized, msg: err.Error(), err: err}
+	}
+	tenant := r.PathValue("tenant")
+	events, err := src.Events(r, body, tenant)
+	if err != nil {
+		return 0, Response{}, &requestError{status: http.StatusBadRequest, msg: err.Error(), err: err}
+	}
+	items := make([]inbox.Item, len(events))
+	for i := range events {
+		items[i] = inbox.Item{Event: toInbox(src, &events[i]), Window: src.Window}
+	}
+	outs, errs, err := h.committer.Submit(r.Context(), items)
+	if err != nil {
+		return 0, Response{}, &requestError{status: http.StatusServiceUnavailable, msg: "shutting down",
+			retryAfter: storeRetryAfter, err: err}
+	}
+	resp := Response{Events: make([]EventResult, len(events))}
+	anyNew := false
+	var inFlightUntil time.Time
+	for i := range events {
+		if errs[i] != nil {
+			return 0, Response{}, &requestError{status: http.StatusServiceUnavailable, msg: "store unavailable, retry later",
+				retryAfter: storeRetryAfter, err: errs[i]}
+		}
+		o := outs[i]
+		res := EventResult{EventID: events[i].EventID, Outcome: outcomeName(o.Status)}
+		switch o.Status {
+		case dedupe.New:
+			anyNew = true
+			res.ID = o.ID
+		case dedupe.Duplicate:
+			fs := o.FirstSeen.UTC()
+			res.FirstSeen = &fs
+		case dedupe.InFlight:
+			if o.Expires.After(inFlightUntil) {
+				inFlightUntil = o.Expires
+			}
+		}
+		resp.Events[i] = res
+	}
+	switch {
+	case !inFlightUntil.IsZero():
+		// Another node holds a copy that is not yet durable: saying 2xx
+		// could hide its failure, so the sender retries after its lease.
+		return 0, Response{}, &requestError{status: http.StatusConflict, msg: "event in flight, retry later",
+			retryAfter: max(time.Until(inFlightUntil), time.Second)}
+	case anyNew:
+		resp.Status = "accepted"
+		return http.StatusAccepted, resp, nil
+	default:
+		resp.Status = "duplicate"
+		return http.StatusOK, resp, nil
+	}
+}
+
+func outcomeName(s dedupe.Status) string {
+	switch s {
+	case dedupe.New:
+		return "accepted"
+	case dedupe.Duplicate:
+		return "duplicate"
+	}
+	return s.String()
+}
+
+func toInbox(src *source.Source, e *source.Event) inbox.Event {
+	return inbox.Event{
+		Hash:          e.Hash,
+		Scope:         e.Key.Scope(),
+		Source:        src.Name,
+		Provider:      src.Provider,
+		Tenant:        e.Tenant,
+		EventID:       e.EventID,
+		EntityType:    e.Entity.Type,
+		EntityID:      e.Entity.ID,
+		EntityVersion: e.Entity.Version,
+		EntityOrder:   e.Entity.Order,
+		EntityState:   e.Entity.State,
+		Payload:       e.Payload,
+		Headers:       e.Headers,
+	}
+}
+
+func writeResponse(w http.ResponseWriter, src *source.Source, status int, resp Response) {
+	if src != nil && src.Provider == "salesforce" {
+		writeSOAP(w, status, resp)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	json.NewEncoder(w).Encode(resp)
+}
