@@ -22,7 +22,7 @@ const DefaultMaxBatch = 1000
 // again (single-flight): exactly one copy is New, the others get the
 // first copy's result as Duplicate, or its error.
 type Committer struct {
-	store    inbox.Store
+	store    Acceptor
 	maxBatch int
 	queue    chan *pending
 	stop     chan struct{}
@@ -32,6 +32,11 @@ type Committer struct {
 	closed   bool
 	inflight map[dedupe.Hash]*pending
 	wg       sync.WaitGroup // Submit calls that may still enqueue
+}
+
+// Acceptor is the part of an inbox the committer writes through.
+type Acceptor interface {
+	Accept(ctx context.Context, items []inbox.Item) ([]inbox.Outcome, error)
 }
 
 // pending is one event on its way into the store.
@@ -44,7 +49,7 @@ type pending struct {
 
 // NewCommitter starts a committer writing to store. maxBatch <= 0 means
 // DefaultMaxBatch. Close stops it.
-func NewCommitter(store inbox.Store, maxBatch int) *Committer {
+func NewCommitter(store Acceptor, maxBatch int) *Committer {
 	if maxBatch <= 0 {
 		maxBatch = DefaultMaxBatch
 	}

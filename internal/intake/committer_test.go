@@ -15,7 +15,7 @@ import (
 
 // countingStore counts the transactions Accept runs on a real store.
 type countingStore struct {
-	inbox.Store
+	*inboxsqlite.Store
 	txs   atomic.Int64
 	items atomic.Int64
 }

@@ -14,7 +14,6 @@ import (
 	"github.com/hookgate/hookgate/internal/inbox"
 )
 
-var _ inbox.Store = (*Store)(nil)
 
 // claimLease bounds a claim that lives only inside one transaction: the
 // claim and its commit are written together, so no lease outlives it.
