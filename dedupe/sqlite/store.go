@@ -78,8 +78,8 @@ func (s *Store) Close() error {
 // one transaction. The returned store must not be used after tx ends. While
 // a goroutine holds tx, it must go through Tx: the store's own methods
 // would wait for the write lock that tx holds.
-func (s *Store) Tx(tx *sql.Tx) dedupe.Store {
-	return txStore{s: s, tx: tx}
+func (s *Store) Tx(tx *sql.Tx) *TxStore {
+	return &TxStore{s: s, tx: tx}
 }
 
 // Claim implements [dedupe.Store] in one transaction. A hash repeated
@@ -91,7 +91,7 @@ func (s *Store) Claim(ctx context.Context, lease time.Duration, hashes ...dedupe
 	var rs []dedupe.Result
 	err := s.write(ctx, "claim", func(tx *sql.Tx) error {
 		var err error
-		rs, err = s.claim(ctx, tx, lease, hashes)
+		rs, err = s.claim(ctx, tx, lease, false, hashes)
 		return err
 	})
 	if err != nil {
@@ -190,15 +190,33 @@ func fail(ctx context.Context, op string, err error) error {
 	return fmt.Errorf("dedupe/sqlite: %s: %w: %w", op, dedupe.ErrUnavailable, err)
 }
 
-// txStore is the claim protocol inside a caller's transaction.
-type txStore struct {
+// TxStore is the claim protocol inside a caller's transaction; see
+// [Store.Tx].
+type TxStore struct {
 	s  *Store
 	tx *sql.Tx
 }
 
+var _ dedupe.Store = (*TxStore)(nil)
+
 // Claim implements [dedupe.Store].
-func (t txStore) Claim(ctx context.Context, lease time.Duration, hashes ...dedupe.Hash) ([]dedupe.Result, error) {
-	rs, err := t.s.claim(ctx, t.tx, lease, hashes)
+func (t *TxStore) Claim(ctx context.Context, lease time.Duration, hashes ...dedupe.Hash) ([]dedupe.Result, error) {
+	rs, err := t.s.claim(ctx, t.tx, lease, false, hashes)
+	if err != nil {
+		return nil, fail(ctx, "claim", err)
+	}
+	return rs, nil
+}
+
+// ClaimCommitted claims hashes and commits the ones it takes in the same
+// statement, with the given window: the result a Claim, then a Commit of
+// every New lease, would give inside this transaction, in one pass over
+// the keys. It is for a caller that writes its event in the same
+// transaction, where a lease between claim and commit protects nothing: the
+// transaction is the lease. New results carry the window's end in Expires;
+// a hash repeated within the call is a Duplicate of its first occurrence.
+func (t *TxStore) ClaimCommitted(ctx context.Context, window time.Duration, hashes ...dedupe.Hash) ([]dedupe.Result, error) {
+	rs, err := t.s.claim(ctx, t.tx, window, true, hashes)
 	if err != nil {
 		return nil, fail(ctx, "claim", err)
 	}
@@ -206,7 +224,7 @@ func (t txStore) Claim(ctx context.Context, lease time.Duration, hashes ...dedup
 }
 
 // Commit implements [dedupe.Store].
-func (t txStore) Commit(ctx context.Context, window time.Duration, leases ...dedupe.Lease) error {
+func (t *TxStore) Commit(ctx context.Context, window time.Duration, leases ...dedupe.Lease) error {
 	lost, err := t.s.commit(ctx, t.tx, window, leases)
 	if err != nil {
 		return fail(ctx, "commit", err)
@@ -215,7 +233,7 @@ func (t txStore) Commit(ctx context.Context, window time.Duration, leases ...ded
 }
 
 // Release implements [dedupe.Store].
-func (t txStore) Release(ctx context.Context, leases ...dedupe.Lease) error {
+func (t *TxStore) Release(ctx context.Context, leases ...dedupe.Lease) error {
 	if err := t.s.release(ctx, t.tx, leases); err != nil {
 		return fail(ctx, "release", err)
 	}
@@ -224,7 +242,7 @@ func (t txStore) Release(ctx context.Context, leases ...dedupe.Lease) error {
 
 // Sweep implements [dedupe.Store]; all of it is part of the caller's
 // transaction.
-func (t txStore) Sweep(ctx context.Context) (int, error) {
+func (t *TxStore) Sweep(ctx context.Context) (int, error) {
 	now := t.s.now().UnixNano()
 	removed := 0
 	for {

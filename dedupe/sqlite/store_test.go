@@ -407,3 +407,45 @@ func TestSweepManyChunks(t *testing.T) {
 		t.Fatalf("%d keys left, want the 1 live one", left)
 	}
 }
+
+func TestTxClaimCommitted(t *testing.T) {
+	t.Parallel()
+	s, tb := setup(t)
+	ctx := t.Context()
+	tx, err := tb.db.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rs, err := s.Tx(tx).ClaimCommitted(ctx, window, hash(1), hash(2), hash(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rs[0].Status != dedupe.New || rs[1].Status != dedupe.New || rs[2].Status != dedupe.Duplicate {
+		t.Fatalf("statuses %v %v %v, want new new duplicate", rs[0].Status, rs[1].Status, rs[2].Status)
+	}
+	if want := rs[0].FirstSeen.Add(window); !rs[0].Expires.Equal(want) {
+		t.Fatalf("Expires %v, want the window's end %v", rs[0].Expires, want)
+	}
+	if err := tx.Rollback(); err != nil {
+		t.Fatal(err)
+	}
+	claimWant(t, s, hash(1), dedupe.New)
+
+	tx, err = tb.db.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rs, err = s.Tx(tx).ClaimCommitted(ctx, window, hash(2), hash(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rs[0].Status != dedupe.New || rs[1].Status != dedupe.InFlight {
+		t.Fatalf("statuses %v %v, want new, in-flight (hash 1 is leased outside)", rs[0].Status, rs[1].Status)
+	}
+	if err := tx.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	claimWant(t, s, hash(2), dedupe.Duplicate)
+	tb.clock.Advance(window)
+	claimWant(t, s, hash(2), dedupe.New)
+}

@@ -63,7 +63,12 @@ type held struct {
 // ones it took; the statement decides and writes each row at once, so no
 // other claimer can come between. Only when some key was held already does
 // a second statement read who holds it.
-func (s *Store) claim(ctx context.Context, tx *sql.Tx, lease time.Duration, hashes []dedupe.Hash) ([]dedupe.Result, error) {
+//
+// With committed set, the keys it takes are written committed until
+// now+lease (the window) instead of leased: for a caller that makes the
+// event durable in the same transaction, and a repeated hash then sees a
+// Duplicate.
+func (s *Store) claim(ctx context.Context, tx *sql.Tx, lease time.Duration, committed bool, hashes []dedupe.Hash) ([]dedupe.Result, error) {
 	now := s.now().UnixNano()
 	end := after(now, lease)
 	rs := make([]dedupe.Result, len(hashes))
@@ -81,7 +86,7 @@ func (s *Store) claim(ctx context.Context, tx *sql.Tx, lease time.Duration, hash
 			rs[lo+i].Lease = dedupe.Lease{Hash: h, Token: tok}
 			args = append(args, h[:], int64(tok), now, end)
 		}
-		won, err := upsertClaims(ctx, tx, args, len(first))
+		won, err := upsertClaims(ctx, tx, args, len(first), committed)
 		if err != nil {
 			return nil, err
 		}
@@ -119,6 +124,9 @@ func (s *Store) claim(ctx context.Context, tx *sql.Tx, lease time.Duration, hash
 				r := rs[lo+j]
 				if r.Status == dedupe.New {
 					r.Status, r.Lease = dedupe.InFlight, dedupe.Lease{}
+					if committed {
+						r.Status = dedupe.Duplicate
+					}
 				}
 				rs[lo+i] = r
 			}
@@ -132,10 +140,14 @@ func (s *Store) claim(ctx context.Context, tx *sql.Tx, lease time.Duration, hash
 // each written key now holds. Placeholders are anonymous: the driver looks
 // up the name of every numbered one as it binds, in time that grows with
 // their count.
-func upsertClaims(ctx context.Context, tx *sql.Tx, args []any, n int) (map[dedupe.Hash]dedupe.Token, error) {
+func upsertClaims(ctx context.Context, tx *sql.Tx, args []any, n int, committed bool) (map[dedupe.Hash]dedupe.Token, error) {
+	tuple := "(?, ?, 0, ?, ?)"
+	if committed {
+		tuple = "(?, ?, 1, ?, ?)"
+	}
 	q := "INSERT INTO dedupe_keys (hash, token, committed, first_seen, expires) VALUES " +
-		rows("(?, ?, 0, ?, ?)", n) +
-		" ON CONFLICT (hash) DO UPDATE SET token = excluded.token, committed = 0," +
+		rows(tuple, n) +
+		" ON CONFLICT (hash) DO UPDATE SET token = excluded.token, committed = excluded.committed," +
 		" first_seen = excluded.first_seen, expires = excluded.expires" +
 		" WHERE dedupe_keys.expires <= excluded.first_seen RETURNING hash, token"
 	got, err := tx.QueryContext(ctx, q, args...)
