@@ -71,7 +71,7 @@ func runServe(ctx context.Context, args []string, std IO) error {
 		sources = append(sources, s)
 	}
 
-	committer := intake.NewCommitter(store, 0)
+	committer := intake.NewCommitter(store, intake.CommitterOptions{})
 	handler := intake.NewHandler(intake.Options{
 		Sources:   sources,
 		Committer: committer,

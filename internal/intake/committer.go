@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"time"
 
 	"github.com/hookgate/hookgate/dedupe"
 	"github.com/hookgate/hookgate/internal/inbox"
@@ -15,6 +16,20 @@ var ErrClosed = errors.New("intake: committer closed")
 // DefaultMaxBatch caps how many events one transaction writes.
 const DefaultMaxBatch = 1000
 
+// CommitterOptions tune a Committer; zero values mean the defaults.
+type CommitterOptions struct {
+	// MaxBatch caps how many events one transaction writes; default
+	// DefaultMaxBatch.
+	MaxBatch int
+	// RecentKeys is how many committed keys are remembered to answer
+	// redeliveries without a transaction; default DefaultRecentKeys,
+	// negative turns the memory off.
+	RecentKeys int
+	// Now is the clock the remembered windows are read against; nil means
+	// time.Now. It must agree with the store's clock.
+	Now func() time.Time
+}
+
 // Committer is the group commit in front of an inbox: it collects the
 // events of concurrent requests and writes them in one transaction, so
 // many acknowledgements share one fsync. Copies of an event that is
@@ -24,6 +39,8 @@ const DefaultMaxBatch = 1000
 type Committer struct {
 	store    Acceptor
 	maxBatch int
+	recent   *recent
+	now      func() time.Time
 	queue    chan *pending
 	stop     chan struct{}
 	done     chan struct{}
@@ -47,19 +64,29 @@ type pending struct {
 	done    chan struct{}
 }
 
-// NewCommitter starts a committer writing to store. maxBatch <= 0 means
-// DefaultMaxBatch. Close stops it.
-func NewCommitter(store Acceptor, maxBatch int) *Committer {
+// NewCommitter starts a committer writing to store. Close stops it.
+func NewCommitter(store Acceptor, opts CommitterOptions) *Committer {
+	maxBatch := opts.MaxBatch
 	if maxBatch <= 0 {
 		maxBatch = DefaultMaxBatch
 	}
 	c := &Committer{
 		store:    store,
 		maxBatch: maxBatch,
+		now:      opts.Now,
 		queue:    make(chan *pending, maxBatch),
 		stop:     make(chan struct{}),
 		done:     make(chan struct{}),
 		inflight: make(map[dedupe.Hash]*pending),
+	}
+	if c.now == nil {
+		c.now = time.Now
+	}
+	switch {
+	case opts.RecentKeys == 0:
+		c.recent = newRecent(DefaultRecentKeys)
+	case opts.RecentKeys > 0:
+		c.recent = newRecent(opts.RecentKeys)
 	}
 	go c.run()
 	return c
@@ -72,6 +99,18 @@ func NewCommitter(store Acceptor, maxBatch int) *Committer {
 // first, so that a caller never answers before the write it started is
 // known; ctx only bounds the wait for room in the queue.
 func (c *Committer) Submit(ctx context.Context, items []inbox.Item) (outs []inbox.Outcome, errs []error, err error) {
+	outs = make([]inbox.Outcome, len(items))
+	errs = make([]error, len(items))
+	known := make([]bool, len(items))
+	if c.recent != nil {
+		now := c.now()
+		for i := range items {
+			if e, ok := c.recent.lookup(items[i].Event.Hash, now); ok {
+				known[i] = true
+				outs[i] = inbox.Outcome{Status: dedupe.Duplicate, FirstSeen: time.Unix(0, e.firstSeen), Expires: time.Unix(0, e.expires)}
+			}
+		}
+	}
 	c.mu.Lock()
 	if c.closed {
 		c.mu.Unlock()
@@ -82,6 +121,9 @@ func (c *Committer) Submit(ctx context.Context, items []inbox.Item) (outs []inbo
 	first := make([]bool, len(items))
 	var fresh []*pending
 	for i := range items {
+		if known[i] {
+			continue
+		}
 		h := items[i].Event.Hash
 		if p, ok := c.inflight[h]; ok {
 			waits[i] = p
@@ -105,9 +147,10 @@ enqueue:
 	}
 	c.wg.Done()
 
-	outs = make([]inbox.Outcome, len(items))
-	errs = make([]error, len(items))
 	for i, p := range waits {
+		if p == nil {
+			continue
+		}
 		<-p.done
 		outs[i], errs[i] = p.outcome, p.err
 		if !first[i] && p.err == nil && p.outcome.Status == dedupe.New {
@@ -185,6 +228,9 @@ func (c *Committer) write(batch []*pending) {
 			p.err = err
 		} else {
 			p.outcome = outs[i]
+			if c.recent != nil && outs[i].Status != dedupe.InFlight {
+				c.recent.add(p.item.Event.Hash, outs[i].FirstSeen, outs[i].Expires)
+			}
 		}
 		close(p.done)
 	}

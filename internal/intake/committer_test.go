@@ -6,8 +6,10 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/hookgate/hookgate/dedupe"
+	"github.com/hookgate/hookgate/dedupe/dedupetest"
 	"github.com/hookgate/hookgate/internal/inbox"
 	inboxsqlite "github.com/hookgate/hookgate/internal/inbox/sqlite"
 	"github.com/hookgate/hookgate/internal/intake"
@@ -28,7 +30,12 @@ func (s *countingStore) Accept(ctx context.Context, items []inbox.Item) ([]inbox
 
 func openStore(t *testing.T) *inboxsqlite.Store {
 	t.Helper()
-	s, err := inboxsqlite.Open(t.TempDir()+"/hookgate.db", inboxsqlite.Options{})
+	return openStoreAt(t, nil)
+}
+
+func openStoreAt(t *testing.T, now func() time.Time) *inboxsqlite.Store {
+	t.Helper()
+	s, err := inboxsqlite.Open(t.TempDir()+"/hookgate.db", inboxsqlite.Options{Now: now})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -38,7 +45,7 @@ func openStore(t *testing.T) *inboxsqlite.Store {
 
 func item(id string) inbox.Item {
 	k := dedupe.Key{Provider: "test", EventID: id}
-	return inbox.Item{Event: inbox.Event{Hash: k.Hash(), Scope: k.Scope(), Source: "test", Provider: "test", EventID: id, Payload: []byte("{}")}, Window: 0}
+	return inbox.Item{Event: inbox.Event{Hash: k.Hash(), Scope: k.Scope(), Source: "test", Provider: "test", EventID: id, Payload: []byte("{}")}, Window: time.Hour}
 }
 
 // Group commit: concurrent submitters share transactions, and every event
@@ -46,7 +53,7 @@ func item(id string) inbox.Item {
 func TestCommitterGroupsConcurrentSubmits(t *testing.T) {
 	t.Parallel()
 	store := &countingStore{Store: openStore(t)}
-	c := intake.NewCommitter(store, 0)
+	c := intake.NewCommitter(store, intake.CommitterOptions{})
 	defer c.Close()
 	const submitters, each = 64, 20
 	var wg sync.WaitGroup
@@ -80,7 +87,9 @@ func TestCommitterGroupsConcurrentSubmits(t *testing.T) {
 func TestCommitterSingleFlight(t *testing.T) {
 	t.Parallel()
 	store := &countingStore{Store: openStore(t)}
-	c := intake.NewCommitter(store, 0)
+	// Without the memory of committed keys, so every copy meets the first
+	// one in flight or in the store.
+	c := intake.NewCommitter(store, intake.CommitterOptions{RecentKeys: -1})
 	defer c.Close()
 	const copies = 50
 	var wg sync.WaitGroup
@@ -121,7 +130,7 @@ func TestCommitterSingleFlight(t *testing.T) {
 // Close answers every submitted event and refuses new ones.
 func TestCommitterCloseDrains(t *testing.T) {
 	t.Parallel()
-	c := intake.NewCommitter(openStore(t), 0)
+	c := intake.NewCommitter(openStore(t), intake.CommitterOptions{})
 	var wg sync.WaitGroup
 	var answered, refused atomic.Int64
 	start := make(chan struct{})
@@ -147,5 +156,39 @@ func TestCommitterCloseDrains(t *testing.T) {
 	}
 	if _, _, err := c.Submit(context.Background(), []inbox.Item{item("late")}); err != intake.ErrClosed {
 		t.Fatalf("submit after close: %v, want ErrClosed", err)
+	}
+}
+
+// Redeliveries of committed keys are answered from memory, without a
+// transaction, until the window ends; then the store decides again.
+func TestCommitterRemembersCommittedKeys(t *testing.T) {
+	t.Parallel()
+	clock := dedupetest.NewClock(time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC))
+	store := &countingStore{Store: openStoreAt(t, clock.Now)}
+	c := intake.NewCommitter(store, intake.CommitterOptions{Now: clock.Now})
+	defer c.Close()
+	submit := func(id string) inbox.Outcome {
+		t.Helper()
+		outs, errs, err := c.Submit(context.Background(), []inbox.Item{item(id)})
+		if err != nil || errs[0] != nil {
+			t.Fatalf("submit %s: %v %v", id, err, errs[0])
+		}
+		return outs[0]
+	}
+	if o := submit("a"); o.Status != dedupe.New {
+		t.Fatalf("first: %v", o.Status)
+	}
+	txs := store.txs.Load()
+	for range 10 {
+		if o := submit("a"); o.Status != dedupe.Duplicate || !o.FirstSeen.Equal(clock.Now()) {
+			t.Fatalf("redelivery: %v first seen %v", o.Status, o.FirstSeen)
+		}
+	}
+	if got := store.txs.Load(); got != txs {
+		t.Fatalf("redeliveries ran %d transactions, want 0", got-txs)
+	}
+	clock.Advance(time.Hour)
+	if o := submit("a"); o.Status != dedupe.New {
+		t.Fatalf("after the window: %v, want new", o.Status)
 	}
 }

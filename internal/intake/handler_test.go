@@ -72,7 +72,7 @@ func setup(t *testing.T, maxBody int64) *bundle {
 		b.sources[sc.Name] = s
 		srcs = append(srcs, s)
 	}
-	c := intake.NewCommitter(store, 0)
+	c := intake.NewCommitter(store, intake.CommitterOptions{})
 	srv := httptest.NewServer(intake.NewHandler(intake.Options{Sources: srcs, Committer: c, MaxBody: maxBody}))
 	t.Cleanup(func() {
 		srv.Close()

@@ -14,11 +14,6 @@ import (
 	"github.com/hookgate/hookgate/internal/inbox"
 )
 
-
-// claimLease bounds a claim that lives only inside one transaction: the
-// claim and its commit are written together, so no lease outlives it.
-const claimLease = time.Minute
-
 const schema = `
 CREATE TABLE IF NOT EXISTS events (
 	id             INTEGER PRIMARY KEY,
@@ -38,7 +33,6 @@ CREATE TABLE IF NOT EXISTS events (
 	received_at    INTEGER NOT NULL,
 	status         TEXT    NOT NULL DEFAULT 'received'
 );
-CREATE INDEX IF NOT EXISTS events_hash ON events(hash);
 CREATE INDEX IF NOT EXISTS events_source ON events(source, id);
 CREATE INDEX IF NOT EXISTS events_status ON events(status, id);
 CREATE TABLE IF NOT EXISTS settings (
@@ -111,10 +105,23 @@ func unavailable(op string, err error) error {
 	return fmt.Errorf("inbox: %s: %w: %w", op, dedupe.ErrUnavailable, err)
 }
 
-// Accept implements inbox.Store.
+// insertChunk is how many events one INSERT statement writes; it keeps the
+// bound parameters (14 per event) below SQLite's limit of 32766.
+const insertChunk = 500
+
+// Accept implements inbox.Store. Keys are claimed and committed in one
+// statement per window (the transaction is the lease), and the new events
+// are inserted with multi-row statements: the per-event work inside the
+// write lock is what bounds intake throughput.
 func (s *Store) Accept(ctx context.Context, items []inbox.Item) (out []inbox.Outcome, err error) {
 	if len(items) == 0 {
 		return nil, nil
+	}
+	headers := make([][]byte, len(items))
+	for i := range items {
+		if headers[i], err = json.Marshal(items[i].Event.Headers); err != nil {
+			return nil, fmt.Errorf("inbox: headers of %s: %w", items[i].Event.EventID, err)
+		}
 	}
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
@@ -126,51 +133,87 @@ func (s *Store) Accept(ctx context.Context, items []inbox.Item) (out []inbox.Out
 		}
 	}()
 	keys := s.keys.Tx(tx)
-	hashes := make([]dedupe.Hash, len(items))
-	for i := range items {
-		hashes[i] = items[i].Event.Hash
-	}
-	claims, err := keys.Claim(ctx, claimLease, hashes...)
-	if err != nil {
-		return nil, unavailable("claim", err)
-	}
-	ins, err := tx.PrepareContext(ctx, `INSERT INTO events
-		(hash, scope, source, provider, tenant, event_id, entity_type, entity_id,
-		 entity_version, entity_order, entity_state, payload, headers, received_at, status)
-		VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?) RETURNING id`)
-	if err != nil {
-		return nil, unavailable("prepare", err)
-	}
-	defer ins.Close()
-	received := s.now().UnixNano()
 	out = make([]inbox.Outcome, len(items))
-	byWindow := map[time.Duration][]dedupe.Lease{}
-	for i, c := range claims {
-		out[i] = inbox.Outcome{Status: c.Status, FirstSeen: c.FirstSeen, Expires: c.Expires}
-		if c.Status != dedupe.New {
-			continue
+	var fresh []int
+	for window, idx := range byWindow(items) {
+		hashes := make([]dedupe.Hash, len(idx))
+		for j, i := range idx {
+			hashes[j] = items[i].Event.Hash
 		}
-		e := &items[i].Event
-		headers, err := json.Marshal(e.Headers)
+		claims, err := keys.ClaimCommitted(ctx, window, hashes...)
 		if err != nil {
-			return nil, fmt.Errorf("inbox: headers of %s: %w", e.EventID, err)
+			return nil, unavailable("claim", err)
 		}
-		if err := ins.QueryRowContext(ctx, e.Hash[:], e.Scope, e.Source, e.Provider, e.Tenant, e.EventID,
-			e.EntityType, e.EntityID, e.EntityVersion, e.EntityOrder, e.EntityState,
-			e.Payload, string(headers), received, string(inbox.StatusReceived)).Scan(&out[i].ID); err != nil {
-			return nil, unavailable("insert", err)
+		for j, c := range claims {
+			out[idx[j]] = inbox.Outcome{Status: c.Status, FirstSeen: c.FirstSeen, Expires: c.Expires}
+			if c.Status == dedupe.New {
+				fresh = append(fresh, idx[j])
+			}
 		}
-		byWindow[items[i].Window] = append(byWindow[items[i].Window], c.Lease)
 	}
-	for window, leases := range byWindow {
-		if err := keys.Commit(ctx, window, leases...); err != nil {
-			return nil, unavailable("commit keys", err)
+	received := s.now().UnixNano()
+	for lo := 0; lo < len(fresh); lo += insertChunk {
+		chunk := fresh[lo:min(lo+insertChunk, len(fresh))]
+		if err := s.insert(ctx, tx, items, headers, chunk, received, out); err != nil {
+			return nil, unavailable("insert", err)
 		}
 	}
 	if err := tx.Commit(); err != nil {
 		return nil, unavailable("commit", err)
 	}
 	return out, nil
+}
+
+// byWindow groups item indexes by dedupe window; one source, one window,
+// so there is usually one group.
+func byWindow(items []inbox.Item) map[time.Duration][]int {
+	groups := make(map[time.Duration][]int, 1)
+	for i := range items {
+		groups[items[i].Window] = append(groups[items[i].Window], i)
+	}
+	return groups
+}
+
+// insert writes the events items[i] for i in idx in one statement and
+// stores their ids in out. Hashes are distinct within a batch, so the
+// returned hash tells which row got which id.
+func (s *Store) insert(ctx context.Context, tx *sql.Tx, items []inbox.Item, headers [][]byte, idx []int, received int64, out []inbox.Outcome) error {
+	var q strings.Builder
+	q.WriteString(`INSERT INTO events
+		(hash, scope, source, provider, tenant, event_id, entity_type, entity_id,
+		 entity_version, entity_order, entity_state, payload, headers, received_at) VALUES `)
+	args := make([]any, 0, 14*len(idx))
+	at := make(map[dedupe.Hash]int, len(idx))
+	for n, i := range idx {
+		if n > 0 {
+			q.WriteString(", ")
+		}
+		q.WriteString("(?,?,?,?,?,?,?,?,?,?,?,?,?,?)")
+		e := &items[i].Event
+		at[e.Hash] = i
+		args = append(args, e.Hash[:], e.Scope, e.Source, e.Provider, e.Tenant, e.EventID,
+			e.EntityType, e.EntityID, e.EntityVersion, e.EntityOrder, e.EntityState,
+			e.Payload, string(headers[i]), received)
+	}
+	q.WriteString(" RETURNING id, hash")
+	rows, err := tx.QueryContext(ctx, q.String(), args...)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var (
+			id   int64
+			hash []byte
+		)
+		if err := rows.Scan(&id, &hash); err != nil {
+			return err
+		}
+		var h dedupe.Hash
+		copy(h[:], hash)
+		out[at[h]].ID = id
+	}
+	return rows.Err()
 }
 
 const columns = `id, hash, scope, source, provider, tenant, event_id, entity_type, entity_id,
