@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -24,6 +25,30 @@ const (
 	// DefaultWindow is how long a dedupe key is kept: longer than every
 	// provider's retry window.
 	DefaultWindow = Duration(168 * time.Hour)
+	// DefaultWorkers is how many workers process events.
+	DefaultWorkers = 4
+	// DefaultBatch is how many events a worker leases at a time.
+	DefaultBatch = 200
+	// MaxBatch is the largest batch a worker may lease.
+	MaxBatch = 1000
+	// DefaultRetention is how long processed events are kept.
+	DefaultRetention = Duration(720 * time.Hour)
+	// DefaultSweepEvery is the period of the sweep of expired keys and
+	// old events.
+	DefaultSweepEvery = Duration(time.Hour)
+	// DefaultTimeout is how long one delivery to a destination may take.
+	DefaultTimeout = Duration(10 * time.Second)
+	// DefaultMaxAttempts is how many times an event is offered to a
+	// destination before it is dead.
+	DefaultMaxAttempts = 10
+)
+
+// When a destination is called.
+const (
+	// OnEvent delivers every event of the source (the default).
+	OnEvent = "event"
+	// OnTransition delivers only events whose entity state changed.
+	OnTransition = "transition"
 )
 
 // What to do with a new event when the dedupe front store fails.
@@ -62,6 +87,17 @@ type Config struct {
 	MaxBody ByteSize `yaml:"max_body"`
 	// Dedupe holds the defaults of deduplication.
 	Dedupe Dedupe `yaml:"dedupe"`
+	// Workers is how many workers process events; at least 1.
+	Workers int `yaml:"workers"`
+	// Batch is how many events a worker leases at a time: 1 to [MaxBatch].
+	Batch int `yaml:"batch"`
+	// Retention is how long processed events are kept before the sweep
+	// removes them.
+	Retention Duration `yaml:"retention"`
+	// SweepEvery is the period of the sweep inside `hookgate serve`.
+	SweepEvery Duration `yaml:"sweep_every"`
+	// Admin configures the admin API; it is off without a token.
+	Admin Admin `yaml:"admin,omitempty"`
 	// Sources are the configured senders, served at POST /in/{name}.
 	Sources []Source `yaml:"sources"`
 }
@@ -108,6 +144,41 @@ type Source struct {
 	Window Duration `yaml:"window,omitempty"`
 	// Entity overrides the preset's entity selectors field by field.
 	Entity Entity `yaml:"entity,omitempty"`
+	// Schema is the JSON Schema (2020-12) file events are validated
+	// against; "" validates nothing. In a file, a relative path is taken
+	// from the configuration file's directory, and Load stores the
+	// resolved path.
+	Schema string `yaml:"schema,omitempty"`
+	// Destinations are where the source's events are delivered.
+	Destinations []Destination `yaml:"destinations,omitempty"`
+}
+
+// Admin configures the admin API.
+type Admin struct {
+	// Token is the bearer token the admin API requires; unset, the admin
+	// API is off.
+	Token Secret `yaml:"token,omitempty"`
+}
+
+// Destination is an endpoint that a source's events are delivered to.
+// Absent from the YAML, On, Timeout and MaxAttempts take their defaults;
+// written out, they must be valid (an explicit "timeout: 0s" is an error).
+type Destination struct {
+	// Name identifies the destination in delivery records and metrics:
+	// lower-case letters, digits, '_' and '-'; unique within its source.
+	Name string `yaml:"name"`
+	// URL is the absolute http or https URL events are POSTed to.
+	URL string `yaml:"url"`
+	// Secret is the Standard Webhooks signing secret (whsec_ and base64);
+	// unset, deliveries are not signed.
+	Secret Secret `yaml:"secret,omitempty"`
+	// On is [OnEvent] or [OnTransition].
+	On string `yaml:"on"`
+	// Timeout bounds one delivery attempt; [DefaultTimeout] when absent.
+	Timeout Duration `yaml:"timeout"`
+	// MaxAttempts is how many attempts a destination gets before the
+	// event is dead; [DefaultMaxAttempts] when absent.
+	MaxAttempts int `yaml:"max_attempts"`
 }
 
 // Signature describes a generic HMAC signature header.
@@ -140,20 +211,25 @@ type Entity struct {
 // embedded SQLite store, no sources.
 func Default() Config {
 	return Config{
-		Listen:   DefaultListen,
-		Database: DefaultDatabase,
-		MaxBody:  DefaultMaxBody,
-		Dedupe:   Dedupe{Window: DefaultWindow, OnStoreError: OnStoreErrorReject},
+		Listen:     DefaultListen,
+		Database:   DefaultDatabase,
+		MaxBody:    DefaultMaxBody,
+		Dedupe:     Dedupe{Window: DefaultWindow, OnStoreError: OnStoreErrorReject},
+		Workers:    DefaultWorkers,
+		Batch:      DefaultBatch,
+		Retention:  DefaultRetention,
+		SweepEvery: DefaultSweepEvery,
 	}
 }
 
-// Load reads and parses the configuration file at path.
+// Load reads and parses the configuration file at path. Relative schema
+// paths are resolved from path's directory.
 func Load(path string) (Config, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return Config{}, fmt.Errorf("config: %w", err)
 	}
-	cfg, err := Parse(data)
+	cfg, err := parse(data, filepath.Dir(path), os.LookupEnv)
 	if err != nil {
 		return Config{}, fmt.Errorf("config %s: %w", path, err)
 	}
@@ -162,12 +238,15 @@ func Load(path string) (Config, error) {
 
 // Parse decodes a YAML configuration strictly, fills in defaults, reads the
 // secrets from the environment and files, and validates the result. Empty
-// data gives [Default].
+// data gives [Default]. Relative schema paths are taken from the working
+// directory.
 func Parse(data []byte) (Config, error) {
-	return parse(data, os.LookupEnv)
+	return parse(data, "", os.LookupEnv)
 }
 
-func parse(data []byte, lookupEnv func(string) (string, bool)) (Config, error) {
+// parse is Parse with relative schema paths taken from dir and the
+// environment read through lookupEnv.
+func parse(data []byte, dir string, lookupEnv func(string) (string, bool)) (Config, error) {
 	var root yaml.Node
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	switch err := dec.Decode(&root); {
@@ -189,29 +268,60 @@ func parse(data []byte, lookupEnv func(string) (string, bool)) (Config, error) {
 	if err := strict.Decode(&cfg); err != nil {
 		return Config{}, yamlError(err)
 	}
+	lines := map[string]int{}
+	nodeLines(&root, "", lines)
 	for i := range cfg.Sources {
-		if cfg.Sources[i].Window == 0 {
-			cfg.Sources[i].Window = cfg.Dedupe.Window
+		s := &cfg.Sources[i]
+		if s.Window == 0 {
+			s.Window = cfg.Dedupe.Window
+		}
+		if s.Schema != "" && dir != "" && !filepath.IsAbs(s.Schema) {
+			s.Schema = filepath.Join(dir, s.Schema)
+		}
+		for j := range s.Destinations {
+			s.Destinations[j].fillDefaults(fmt.Sprintf("sources[%d].destinations[%d]", i, j), lines)
 		}
 	}
 
 	var errs []*FieldError
+	resolve := func(field string, s *Secret) {
+		if err := s.resolve(lookupEnv); err != nil {
+			errs = append(errs, &FieldError{Field: field, Err: err})
+		}
+	}
+	resolve("admin.token", &cfg.Admin.Token)
 	for i := range cfg.Sources {
 		s := &cfg.Sources[i]
-		if err := s.Secret.resolve(lookupEnv); err != nil {
-			errs = append(errs, &FieldError{Field: fmt.Sprintf("sources[%d].secret", i), Err: err})
-		}
-		if err := s.Token.resolve(lookupEnv); err != nil {
-			errs = append(errs, &FieldError{Field: fmt.Sprintf("sources[%d].token", i), Err: err})
+		resolve(fmt.Sprintf("sources[%d].secret", i), &s.Secret)
+		resolve(fmt.Sprintf("sources[%d].token", i), &s.Token)
+		for j := range s.Destinations {
+			resolve(fmt.Sprintf("sources[%d].destinations[%d].secret", i, j), &s.Destinations[j].Secret)
 		}
 	}
 	errs = append(errs, cfg.check()...)
 	if len(errs) > 0 {
-		lines := map[string]int{}
-		nodeLines(&root, "", lines)
 		return Config{}, joinFieldErrors(errs, lines)
 	}
 	return cfg, nil
+}
+
+// fillDefaults sets the fields that the YAML mapping at path (as recorded
+// in lines by nodeLines) leaves out to their defaults. Fields written out
+// are kept as they are, so that an explicit zero fails validation.
+func (d *Destination) fillDefaults(path string, lines map[string]int) {
+	absent := func(key string) bool {
+		_, ok := lines[path+"."+key]
+		return !ok
+	}
+	if absent("on") {
+		d.On = OnEvent
+	}
+	if absent("timeout") {
+		d.Timeout = DefaultTimeout
+	}
+	if absent("max_attempts") {
+		d.MaxAttempts = DefaultMaxAttempts
+	}
 }
 
 // yamlError turns the decoder's error into one that starts with "config".

@@ -23,6 +23,9 @@ var testEnv = map[string]string{
 	"GITHUB_SECRET":         "github_value",
 	"STANDARD_SECRET":       "whsec_standard_value",
 	"CUSTOM_SECRET":         "custom_value",
+	"HOOKGATE_ADMIN_TOKEN":  "admin_token_value",
+	"APP_WEBHOOK_SECRET":    "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw",
+	"BAD_WEBHOOK_SECRET":    "whsec_not*base64*value",
 }
 
 func lookupTestEnv(name string) (string, bool) {
@@ -43,7 +46,7 @@ func TestParseGolden(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			cfg, err := parse(data, lookupTestEnv)
+			cfg, err := parse(data, filepath.Dir(in), lookupTestEnv)
 			if err != nil {
 				t.Fatalf("parse: %v", err)
 			}
@@ -75,7 +78,7 @@ func TestParseGolden(t *testing.T) {
 
 func TestParseDefaults(t *testing.T) {
 	t.Parallel()
-	cfg, err := parse([]byte("sources:\n  - {name: a, provider: stripe, secret: env:STRIPE_WEBHOOK_SECRET}\n"), lookupTestEnv)
+	cfg, err := parse([]byte("sources:\n  - {name: a, provider: stripe, secret: env:STRIPE_WEBHOOK_SECRET}\n"), "", lookupTestEnv)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -96,7 +99,7 @@ func TestParseDefaults(t *testing.T) {
 	}
 
 	for _, data := range []string{"", "# nothing\n", "---\n"} {
-		cfg, err := parse([]byte(data), lookupTestEnv)
+		cfg, err := parse([]byte(data), "", lookupTestEnv)
 		if err != nil {
 			t.Errorf("parse(%q): %v", data, err)
 			continue
@@ -117,7 +120,7 @@ dedupe: {window: 48h}
 sources:
   - {name: a, provider: github, secret: env:GITHUB_SECRET, window: 2h}
   - {name: b, provider: github, secret: env:GITHUB_SECRET}
-`), lookupTestEnv)
+`), "", lookupTestEnv)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -135,6 +138,10 @@ func TestParseErrors(t *testing.T) {
 	src := func(fields string) string {
 		return "sources:\n  - name: s\n" + fields
 	}
+	dest := func(fields string) string {
+		return src("    provider: github\n    secret: env:GITHUB_SECRET\n    destinations:\n      - name: app\n" + fields)
+	}
+	const destURL = "        url: http://127.0.0.1:3000/in\n"
 	tests := []struct {
 		name string
 		yaml string
@@ -223,6 +230,56 @@ func TestParseErrors(t *testing.T) {
 			[]string{"line 1: database: postgres: not supported yet"}, ErrUnsupported},
 		{"unknown database", "database: mysql://localhost\n",
 			[]string{"database: \"mysql://localhost\": want sqlite:PATH"}, ErrInvalid},
+		{"zero workers", "workers: 0\n",
+			[]string{"line 1: workers: 0: want at least 1"}, ErrInvalid},
+		{"zero batch", "batch: 0\n",
+			[]string{"line 1: batch: 0: want 1 to 1000"}, ErrInvalid},
+		{"batch too large", "batch: 1001\n",
+			[]string{"line 1: batch: 1001: want 1 to 1000"}, ErrInvalid},
+		{"zero retention", "retention: 0s\n",
+			[]string{"line 1: retention: 0s: must be positive"}, ErrInvalid},
+		{"negative sweep_every", "sweep_every: -1m\n",
+			[]string{"line 1: sweep_every: -1m: must be positive"}, ErrInvalid},
+		{"unknown admin key", "admin:\n  password: env:HOOKGATE_ADMIN_TOKEN\n",
+			[]string{"line 2", "field password not found"}, ErrInvalid},
+		{"admin token unset", "admin:\n  token: env:HOOKGATE_TEST_UNSET\n",
+			[]string{"line 2: admin.token", "env:HOOKGATE_TEST_UNSET is unset or empty"}, ErrSecret},
+		{"admin token inline", "admin:\n  token: inline_secret_value\n",
+			[]string{"line 2", "env:NAME or file:PATH (the value is not shown)"}, ErrInvalid},
+		{"schema missing", src("    provider: github\n    secret: env:GITHUB_SECRET\n    schema: " + missing + ".json\n"),
+			[]string{"line 5: sources[0].schema: \"" + missing + ".json\"", "no such file"}, ErrInvalid},
+		{"schema relative missing", src("    provider: github\n    secret: env:GITHUB_SECRET\n    schema: schemas/absent.json\n"),
+			[]string{"sources[0].schema: \"schemas/absent.json\"", "no such file"}, ErrInvalid},
+		{"schema a directory", src("    provider: github\n    secret: env:GITHUB_SECRET\n    schema: testdata\n"),
+			[]string{"sources[0].schema: \"testdata\": not a regular file"}, ErrInvalid},
+		{"unknown destination key", dest(destURL + "        retries: 3\n"),
+			[]string{"line 8", "field retries not found"}, ErrInvalid},
+		{"destination without url", dest(""),
+			[]string{"line 6: sources[0].destinations[0].url: \"\": want an absolute http or https URL"}, ErrInvalid},
+		{"destination relative url", dest("        url: /hooks/stripe\n"),
+			[]string{"line 7: sources[0].destinations[0].url: \"/hooks/stripe\""}, ErrInvalid},
+		{"destination ftp url", dest("        url: ftp://example.com/in\n"),
+			[]string{"sources[0].destinations[0].url: \"ftp://example.com/in\""}, ErrInvalid},
+		{"destination bad name", src("    provider: github\n    secret: env:GITHUB_SECRET\n    destinations:\n      - name: My App\n" + destURL),
+			[]string{"line 6: sources[0].destinations[0].name: \"My App\""}, ErrInvalid},
+		{"destination duplicate name", dest(destURL + "      - name: app\n" + destURL),
+			[]string{"line 8: sources[0].destinations[1].name: \"app\": already used by destinations[0]"}, ErrInvalid},
+		{"destination bad on", dest(destURL + "        on: change\n"),
+			[]string{"line 8: sources[0].destinations[0].on: \"change\": want event or transition"}, ErrInvalid},
+		{"destination empty on", dest(destURL + "        on: \"\"\n"),
+			[]string{"sources[0].destinations[0].on: \"\": want event or transition"}, ErrInvalid},
+		{"destination zero timeout", dest(destURL + "        timeout: 0s\n"),
+			[]string{"line 8: sources[0].destinations[0].timeout: 0s: must be positive"}, ErrInvalid},
+		{"destination negative timeout", dest(destURL + "        timeout: -5s\n"),
+			[]string{"sources[0].destinations[0].timeout: -5s: must be positive"}, ErrInvalid},
+		{"destination zero max_attempts", dest(destURL + "        max_attempts: 0\n"),
+			[]string{"line 8: sources[0].destinations[0].max_attempts: 0: want at least 1"}, ErrInvalid},
+		{"destination secret unset", dest(destURL + "        secret: env:HOOKGATE_TEST_UNSET\n"),
+			[]string{"line 8: sources[0].destinations[0].secret", "env:HOOKGATE_TEST_UNSET is unset or empty"}, ErrSecret},
+		{"destination secret not base64", dest(destURL + "        secret: env:BAD_WEBHOOK_SECRET\n"),
+			[]string{"line 8: sources[0].destinations[0].secret", "want a Standard Webhooks secret"}, ErrSecret},
+		{"destination secret inline", dest(destURL + "        secret: whsec_inline_secret_value\n"),
+			[]string{"line 8", "env:NAME or file:PATH (the value is not shown)"}, ErrInvalid},
 		{"bad listen", "listen: localhost\n",
 			[]string{"listen: \"localhost\": want host:port"}, ErrInvalid},
 		{"bad listen port", "listen: \":99999\"\n",
@@ -237,7 +294,7 @@ func TestParseErrors(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			_, err := parse([]byte(tt.yaml), lookupTestEnv)
+			_, err := parse([]byte(tt.yaml), "", lookupTestEnv)
 			if err == nil {
 				t.Fatalf("parse succeeded, want an error containing %q", tt.want)
 			}
@@ -249,16 +306,87 @@ func TestParseErrors(t *testing.T) {
 			if !errors.Is(err, tt.is) {
 				t.Errorf("error %q is not %v", err, tt.is)
 			}
-			if strings.Contains(err.Error(), "inline_secret_value") {
-				t.Errorf("error %q repeats the inline secret", err)
+			if strings.Contains(err.Error(), "inline_secret_value") || strings.Contains(err.Error(), testEnv["BAD_WEBHOOK_SECRET"]) {
+				t.Errorf("error %q repeats a secret", err)
 			}
 		})
 	}
 }
 
+func TestDestinationDefaults(t *testing.T) {
+	t.Parallel()
+	cfg, err := parse([]byte(`
+sources:
+  - name: gh
+    provider: github
+    secret: env:GITHUB_SECRET
+    destinations:
+      - {name: a, url: "http://127.0.0.1:3000/a"}
+      - {name: b, url: "https://example.com/b", secret: env:APP_WEBHOOK_SECRET, on: transition, timeout: 3s, max_attempts: 1}
+`), "", lookupTestEnv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ds := cfg.Sources[0].Destinations
+	want := []Destination{
+		{Name: "a", URL: "http://127.0.0.1:3000/a", On: OnEvent, Timeout: DefaultTimeout, MaxAttempts: DefaultMaxAttempts},
+		{Name: "b", URL: "https://example.com/b", On: OnTransition, Timeout: Duration(3 * time.Second), MaxAttempts: 1},
+	}
+	if len(ds) != len(want) {
+		t.Fatalf("destinations = %+v", ds)
+	}
+	for i := range want {
+		got := ds[i]
+		got.Secret = Secret{}
+		if got != want[i] {
+			t.Errorf("destinations[%d] = %+v, want %+v", i, got, want[i])
+		}
+	}
+	if !ds[0].Secret.IsZero() || ds[1].Secret.Value() != testEnv["APP_WEBHOOK_SECRET"] {
+		t.Errorf("destination secrets = %q, %q", ds[0].Secret.Value(), ds[1].Secret.Value())
+	}
+	if cfg.Workers != DefaultWorkers || cfg.Batch != DefaultBatch || cfg.Retention != DefaultRetention || cfg.SweepEvery != DefaultSweepEvery {
+		t.Errorf("processing defaults = %d %d %v %v", cfg.Workers, cfg.Batch, cfg.Retention, cfg.SweepEvery)
+	}
+	if !cfg.Admin.Token.IsZero() {
+		t.Errorf("admin token set without admin in the file")
+	}
+}
+
+func TestAdminToken(t *testing.T) {
+	t.Parallel()
+	cfg, err := parse([]byte("admin: {token: env:HOOKGATE_ADMIN_TOKEN}\n"), "", lookupTestEnv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := cfg.Admin.Token.Value(); got != testEnv["HOOKGATE_ADMIN_TOKEN"] {
+		t.Errorf("admin token = %q", got)
+	}
+}
+
+func TestValidateDestinationInCode(t *testing.T) {
+	t.Parallel()
+	s := Source{Name: "gh", Provider: ProviderGitHub, Secret: NewSecret("s"), Destinations: []Destination{
+		{Name: "a", URL: "http://127.0.0.1/a", On: OnEvent, Timeout: DefaultTimeout, MaxAttempts: 1, Secret: NewSecret("whsec_dGVzdA==")},
+		{Name: "b", URL: "http://127.0.0.1/b", Secret: NewSecret("not base64")},
+	}}
+	err := s.Validate()
+	for _, w := range []string{
+		"destinations[1].on: \"\"", "destinations[1].timeout: 0s", "destinations[1].max_attempts: 0",
+		"destinations[1].secret",
+	} {
+		if err == nil || !strings.Contains(err.Error(), w) {
+			t.Errorf("Validate() = %v, want it to contain %q", err, w)
+		}
+	}
+	if err != nil && strings.Contains(err.Error(), "destinations[0]") {
+		t.Errorf("Validate() flags the valid destination: %v", err)
+	}
+}
+
 func TestParseCollectsAllErrors(t *testing.T) {
 	t.Parallel()
-	_, err := parse([]byte("max_body: 0B\nsources:\n  - {name: a, provider: strpe}\n  - {name: a, provider: github}\n"), lookupTestEnv)
+	_, err := parse([]byte("max_body: 0B\nsources:\n  - {name: a, provider: strpe}\n  - {name: a, provider: github}\n"), "", lookupTestEnv)
 	var fe *FieldError
 	if !errors.As(err, &fe) {
 		t.Fatalf("error %v holds no *FieldError", err)
@@ -308,6 +436,46 @@ func TestLoad(t *testing.T) {
 	}
 	if _, err := Load(filepath.Join(dir, "absent.yaml")); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("Load(absent) = %v, want ErrNotExist", err)
+	}
+}
+
+func TestLoadSchemaRelative(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	if err := os.Mkdir(filepath.Join(dir, "schemas"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	schema := filepath.Join(dir, "schemas", "event.json")
+	if err := os.WriteFile(schema, []byte(`{"type":"object"}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	abs := filepath.Join(dir, "abs.json")
+	secret := filepath.Join(dir, "secret")
+	for _, f := range []string{abs, secret} {
+		if err := os.WriteFile(f, []byte(`{}`), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	path := filepath.Join(dir, "hookgate.yaml")
+	data := "sources:\n" +
+		"  - {name: a, provider: github, secret: file:" + secret + ", schema: schemas/event.json}\n" +
+		"  - {name: b, provider: github, secret: file:" + secret + ", schema: " + abs + "}\n"
+	if err := os.WriteFile(path, []byte(data), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := cfg.Sources[0].Schema; got != schema {
+		t.Errorf("relative schema = %q, want %q", got, schema)
+	}
+	if got := cfg.Sources[1].Schema; got != abs {
+		t.Errorf("absolute schema = %q, want %q", got, abs)
+	}
+	// The same file parsed from another directory does not find the schema.
+	if _, err := parse([]byte(data), t.TempDir(), os.LookupEnv); err == nil || !strings.Contains(err.Error(), "sources[0].schema") {
+		t.Errorf("parse from another directory = %v, want a schema error", err)
 	}
 }
 

@@ -12,4 +12,8 @@
 // "file:PATH", read once at load and printed as "****" by every formatter.
 // Selectors ("header:X-Event-Id", "json:data.object.id", ...) are checked here
 // with [ParseSelector]; the source package evaluates them.
+//
+// A source's schema path is taken from the configuration file's directory
+// and must name an existing file; its destinations take [OnEvent],
+// [DefaultTimeout] and [DefaultMaxAttempts] for the fields they leave out.
 package config

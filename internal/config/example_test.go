@@ -54,6 +54,10 @@ func ExampleConfig_Redacted() {
 	// dedupe:
 	//   window: 168h
 	//   on_store_error: reject
+	// workers: 4
+	// batch: 200
+	// retention: 720h
+	// sweep_every: 1h
 	// sources:
 	//   - name: gh
 	//     provider: github

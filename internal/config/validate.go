@@ -1,10 +1,12 @@
 package config
 
 import (
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"net"
 	"net/url"
+	"os"
 	"regexp"
 	"slices"
 	"strconv"
@@ -54,7 +56,8 @@ func (c Config) Validate() error {
 }
 
 // Validate checks one source on its own; field paths are relative to it
-// ("provider", "key[0]"). It does not read secrets.
+// ("provider", "key[0]"). It does not read secrets; it does check that the
+// schema file exists.
 func (s Source) Validate() error {
 	return joinFieldErrors(s.check(), nil)
 }
@@ -108,6 +111,18 @@ func (c Config) check() []*FieldError {
 	}
 	if c.Dedupe.OnStoreError != OnStoreErrorReject && c.Dedupe.OnStoreError != OnStoreErrorAccept {
 		add("dedupe.on_store_error", "%q: want reject or accept", c.Dedupe.OnStoreError)
+	}
+	if c.Workers < 1 {
+		add("workers", "%d: want at least 1", c.Workers)
+	}
+	if c.Batch < 1 || c.Batch > MaxBatch {
+		add("batch", "%d: want 1 to %d", c.Batch, MaxBatch)
+	}
+	if c.Retention <= 0 {
+		add("retention", "%s: must be positive", c.Retention)
+	}
+	if c.SweepEvery <= 0 {
+		add("sweep_every", "%s: must be positive", c.SweepEvery)
 	}
 	first := map[string]int{}
 	for i, s := range c.Sources {
@@ -236,7 +251,76 @@ func (s Source) check() []*FieldError {
 			checkSel(f.field, f.sel, roleOther)
 		}
 	}
+
+	if s.Schema != "" {
+		if err := checkSchemaFile(s.Schema); err != nil {
+			add("schema", "%q: %w", s.Schema, err)
+		}
+	}
+	first := map[string]int{}
+	for i, d := range s.Destinations {
+		prefix := fmt.Sprintf("destinations[%d]", i)
+		for _, e := range d.check() {
+			e.Field = prefix + "." + e.Field
+			errs = append(errs, e)
+		}
+		if j, dup := first[d.Name]; dup && d.Name != "" {
+			add(prefix+".name", "%q: already used by destinations[%d]", d.Name, j)
+		} else {
+			first[d.Name] = i
+		}
+	}
 	return errs
+}
+
+// checkSchemaFile reports whether path names a readable regular file; the
+// worker compiles it.
+func checkSchemaFile(path string) error {
+	fi, err := os.Stat(path)
+	switch {
+	case err != nil:
+		return err
+	case !fi.Mode().IsRegular():
+		return errors.New("not a regular file")
+	}
+	return nil
+}
+
+func (d Destination) check() []*FieldError {
+	var errs []*FieldError
+	add := func(field string, format string, args ...any) {
+		errs = append(errs, &FieldError{Field: field, Err: fmt.Errorf(format, args...)})
+	}
+	if !sourceName.MatchString(d.Name) {
+		add("name", "%q: want lower-case letters, digits, '_' and '-'", d.Name)
+	}
+	if u, err := url.Parse(d.URL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		add("url", "%q: want an absolute http or https URL", d.URL)
+	}
+	if v := d.Secret.Value(); v != "" && !validWebhookSecret(v) {
+		add("secret", "%w: want a Standard Webhooks secret, whsec_ and base64 (the value is not shown)", ErrSecret)
+	}
+	if d.On != OnEvent && d.On != OnTransition {
+		add("on", "%q: want event or transition", d.On)
+	}
+	if d.Timeout <= 0 {
+		add("timeout", "%s: must be positive", d.Timeout)
+	}
+	if d.MaxAttempts < 1 {
+		add("max_attempts", "%d: want at least 1", d.MaxAttempts)
+	}
+	return errs
+}
+
+// validWebhookSecret reports whether v is a Standard Webhooks key: base64,
+// optionally after "whsec_", of at least one byte.
+func validWebhookSecret(v string) bool {
+	b64 := strings.TrimPrefix(v, "whsec_")
+	key, err := base64.StdEncoding.DecodeString(b64)
+	if err != nil {
+		key, err = base64.RawStdEncoding.DecodeString(b64)
+	}
+	return err == nil && len(key) > 0
 }
 
 // role is what a selector selects, as far as its rules differ.
