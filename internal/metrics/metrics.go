@@ -1,0 +1,191 @@
+package metrics
+
+import (
+	"context"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/hookgate/hookgate/internal/inbox"
+)
+
+// Outcomes of an intake request, the outcome label of
+// hookgate_events_received_total.
+const (
+	ReceivedAccepted        = "accepted"
+	ReceivedDuplicate       = "duplicate"
+	ReceivedUnauthenticated = "unauthenticated"
+	ReceivedInvalid         = "invalid"
+	ReceivedStoreError      = "store_error"
+)
+
+// Outcomes of a delivery attempt, the outcome label of
+// hookgate_deliveries_total.
+const (
+	DeliveryDelivered = "delivered"
+	DeliveryRetry     = "retry"
+	DeliveryDead      = "dead"
+)
+
+// Reasons an event died, the reason label of hookgate_dead_events_total.
+const (
+	// DeadInvalid: the payload failed its source's schema.
+	DeadInvalid = "invalid"
+	// DeadDelivery: a destination refused it for good (a 4xx).
+	DeadDelivery = "delivery"
+	// DeadAttempts: a destination ran out of attempts.
+	DeadAttempts = "attempts"
+	// DeadPanic: processing it panicked.
+	DeadPanic = "panic"
+)
+
+// StatsTimeout bounds how long a scrape waits for the inbox's stats.
+const StatsTimeout = 2 * time.Second
+
+// Metrics are hookgate's metrics on their own registry.
+type Metrics struct {
+	// Registry holds every metric below, the inbox gauges, and the Go
+	// runtime and process collectors.
+	Registry *prometheus.Registry
+	// Received is hookgate_events_received_total{source,outcome}, outcome
+	// one of the Received* constants.
+	Received *prometheus.CounterVec
+	// DedupeSeconds is hookgate_dedupe_seconds: the time from submitting
+	// an event to the committer to its dedupe decision.
+	DedupeSeconds prometheus.Histogram
+	// Deliveries is hookgate_deliveries_total{source,destination,outcome},
+	// outcome one of the Delivery* constants.
+	Deliveries *prometheus.CounterVec
+	// DeliverySeconds is hookgate_delivery_seconds{destination}: the time
+	// of one delivery attempt.
+	DeliverySeconds *prometheus.HistogramVec
+	// DeadEvents is hookgate_dead_events_total{source,reason}, reason one
+	// of the Dead* constants. (The method Dead counts into it.)
+	DeadEvents *prometheus.CounterVec
+
+	inbox *inboxCollector
+}
+
+// New returns the metrics, registered on a new registry.
+func New() *Metrics {
+	m := &Metrics{
+		Registry: prometheus.NewRegistry(),
+		Received: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "hookgate_events_received_total",
+			Help: "Events received by intake, by source and outcome (accepted, duplicate, unauthenticated, invalid, store_error).",
+		}, []string{"source", "outcome"}),
+		DedupeSeconds: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name: "hookgate_dedupe_seconds",
+			Help: "Time from submitting an event to the committer to its dedupe decision.",
+			// 0.25 ms to about 4 s: a group commit waits for one fsync.
+			Buckets: prometheus.ExponentialBuckets(0.00025, 2, 15),
+		}),
+		Deliveries: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "hookgate_deliveries_total",
+			Help: "Delivery attempts, by source, destination and outcome (delivered, retry, dead).",
+		}, []string{"source", "destination", "outcome"}),
+		DeliverySeconds: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "hookgate_delivery_seconds",
+			Help: "Time of one delivery attempt, by destination.",
+			// 5 ms to about 20 s: past the default delivery timeout of 10 s.
+			Buckets: prometheus.ExponentialBuckets(0.005, 2, 13),
+		}, []string{"destination"}),
+		DeadEvents: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "hookgate_dead_events_total",
+			Help: "Events that died, by source and reason (invalid, delivery, attempts, panic).",
+		}, []string{"source", "reason"}),
+		inbox: newInboxCollector(),
+	}
+	m.Registry.MustRegister(
+		collectors.NewGoCollector(),
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+		m.Received, m.DedupeSeconds, m.Deliveries, m.DeliverySeconds, m.DeadEvents,
+		m.inbox,
+	)
+	return m
+}
+
+// Delivered counts one delivery attempt of an event of source to dest and
+// times it; outcome is one of the Delivery* constants.
+func (m *Metrics) Delivered(source, dest, outcome string, d time.Duration) {
+	m.Deliveries.WithLabelValues(source, dest, outcome).Inc()
+	m.DeliverySeconds.WithLabelValues(dest).Observe(d.Seconds())
+}
+
+// Dead counts one event of source that died; reason is one of the Dead*
+// constants.
+func (m *Metrics) Dead(source, reason string) {
+	m.DeadEvents.WithLabelValues(source, reason).Inc()
+}
+
+// WatchInbox makes every scrape read stats (bounded by [StatsTimeout]) for
+// hookgate_inbox_pending and hookgate_inbox_oldest_pending_seconds. A later
+// call replaces the earlier function. When stats fails, the scrape reports
+// the error for these two gauges and still serves the rest.
+func (m *Metrics) WatchInbox(stats func(context.Context) (inbox.Stats, error)) {
+	m.inbox.mu.Lock()
+	m.inbox.stats = stats
+	m.inbox.mu.Unlock()
+}
+
+// Handler serves the registry in the Prometheus text formats.
+func (m *Metrics) Handler() http.Handler {
+	return promhttp.HandlerFor(m.Registry, promhttp.HandlerOpts{
+		Registry:      m.Registry,
+		ErrorHandling: promhttp.ContinueOnError,
+	})
+}
+
+// inboxCollector reads the inbox's stats at scrape time, so the gauges are
+// never older than the scrape and no goroutine polls the store.
+type inboxCollector struct {
+	pending, oldest *prometheus.Desc
+	now             func() time.Time
+
+	mu    sync.Mutex
+	stats func(context.Context) (inbox.Stats, error)
+}
+
+func newInboxCollector() *inboxCollector {
+	return &inboxCollector{
+		pending: prometheus.NewDesc("hookgate_inbox_pending",
+			"Events waiting to be processed (received or in retry).", nil, nil),
+		oldest: prometheus.NewDesc("hookgate_inbox_oldest_pending_seconds",
+			"Age of the oldest event waiting to be processed; 0 when none waits.", nil, nil),
+		now: time.Now,
+	}
+}
+
+// Describe implements prometheus.Collector.
+func (c *inboxCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- c.pending
+	ch <- c.oldest
+}
+
+// Collect implements prometheus.Collector.
+func (c *inboxCollector) Collect(ch chan<- prometheus.Metric) {
+	c.mu.Lock()
+	stats := c.stats
+	c.mu.Unlock()
+	if stats == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), StatsTimeout)
+	defer cancel()
+	s, err := stats(ctx)
+	if err != nil {
+		ch <- prometheus.NewInvalidMetric(c.pending, err)
+		ch <- prometheus.NewInvalidMetric(c.oldest, err)
+		return
+	}
+	var age float64
+	if !s.OldestPending.IsZero() {
+		age = max(c.now().Sub(s.OldestPending).Seconds(), 0)
+	}
+	ch <- prometheus.MustNewConstMetric(c.pending, prometheus.GaugeValue, float64(s.Pending))
+	ch <- prometheus.MustNewConstMetric(c.oldest, prometheus.GaugeValue, age)
+}
