@@ -4,25 +4,20 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/base64"
-	"errors"
 	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
 	"strings"
-	"time"
 
 	"github.com/hookgate/hookgate/internal/config"
-	"github.com/hookgate/hookgate/internal/intake"
+	"github.com/hookgate/hookgate/internal/server"
 	"github.com/hookgate/hookgate/internal/source"
 )
 
 func init() {
 	register("serve", "receive, verify, deduplicate and store webhooks", runServe)
 }
-
-// shutdownGrace bounds how long a stopping server waits for requests in flight.
-const shutdownGrace = 30 * time.Second
 
 // demoSecretSetting names the demo source's secret in the store, so that
 // it survives restarts and the printed curl line keeps working.
@@ -62,69 +57,28 @@ func runServe(ctx context.Context, args []string, std IO) error {
 		}
 		cfg.Sources = []config.Source{demoSource(demoSecret)}
 	}
-	sources := make([]*source.Source, 0, len(cfg.Sources))
-	for _, sc := range cfg.Sources {
-		s, err := source.New(sc, cfg.Dedupe)
-		if err != nil {
-			return fmt.Errorf("source %s: %w", sc.Name, err)
-		}
-		sources = append(sources, s)
+	gw, err := server.New(cfg, server.Options{Store: store, Logger: log})
+	if err != nil {
+		return err
 	}
-
-	committer := intake.NewCommitter(store, intake.CommitterOptions{})
-	handler := intake.NewHandler(intake.Options{
-		Sources:   sources,
-		Committer: committer,
-		MaxBody:   int64(cfg.MaxBody),
-		Ready:     func(ctx context.Context) error { return store.DB().PingContext(ctx) },
-		Logger:    log,
-	})
 	ln, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {
-		committer.Close()
 		return fmt.Errorf("listen: %w", err)
 	}
 	base := "http://" + ln.Addr().String()
 	fmt.Fprintf(std.Stdout, "hookgate listening on %s (database %s)\n", base, cfg.Database)
-	for _, s := range sources {
+	for _, s := range gw.Sources() {
 		fmt.Fprintf(std.Stdout, "  source %-12s %-10s POST %s/in/%s\n", s.Name, s.Provider, base, s.Name)
 	}
 	if demo {
-		if err := printDemo(std, base, demoSecret, sources[0]); err != nil {
-			committer.Close()
+		if err := printDemo(std, base, demoSecret, gw.Sources()[0]); err != nil {
+			ln.Close()
 			return err
 		}
 	}
-
-	srv := &http.Server{
-		Handler:           handler,
-		ReadHeaderTimeout: 10 * time.Second,
-		ReadTimeout:       time.Minute,
-		IdleTimeout:       2 * time.Minute,
-		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
-	}
-	served := make(chan error, 1)
-	go func() { served <- srv.Serve(ln) }()
-
-	select {
-	case err = <-served:
-	case <-ctx.Done():
-		log.Info("shutting down")
-		sctx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
-		err = srv.Shutdown(sctx)
-		cancel()
-	}
-	// Requests still waiting for the committer were answered by now, or
-	// are answered when it writes what it holds.
-	committer.Close()
-	if errors.Is(err, http.ErrServerClosed) {
-		err = nil
-	}
-	return err
+	return gw.Serve(ctx, ln)
 }
 
-// newStandardSecret makes a Standard Webhooks secret: whsec_ and 24
-// random bytes in base64.
 func newStandardSecret() string {
 	b := make([]byte, 24)
 	rand.Read(b)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/hookgate/hookgate/dedupe"
 	"github.com/hookgate/hookgate/internal/inbox"
+	"github.com/hookgate/hookgate/internal/metrics"
 	"github.com/hookgate/hookgate/internal/source"
 )
 
@@ -31,6 +32,9 @@ type Options struct {
 	// Ready reports whether the store answers; /readyz calls it.
 	Ready  func(context.Context) error
 	Logger *slog.Logger
+	// Metrics receives intake outcomes and dedupe latency; nil keeps them
+	// on an unexported registry.
+	Metrics *metrics.Metrics
 }
 
 // Handler serves POST /in/{source} and POST /in/{source}/{tenant}, plus
@@ -41,6 +45,7 @@ type Handler struct {
 	maxBody   int64
 	ready     func(context.Context) error
 	log       *slog.Logger
+	metrics   *metrics.Metrics
 	mux       *http.ServeMux
 }
 
@@ -52,7 +57,11 @@ func NewHandler(opts Options) *Handler {
 		maxBody:   opts.MaxBody,
 		ready:     opts.Ready,
 		log:       opts.Logger,
+		metrics:   opts.Metrics,
 		mux:       http.NewServeMux(),
+	}
+	if h.metrics == nil {
+		h.metrics = metrics.New()
 	}
 	if h.maxBody <= 0 {
 		h.maxBody = DefaultMaxBody
@@ -131,8 +140,38 @@ func (h *Handler) intake(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	writeResponse(w, src, status, resp)
+	if src != nil {
+		h.count(name, status, resp)
+	}
 	h.log.Debug("intake", "source", name, "status", status, "events", len(resp.Events),
 		"err", errString(err), "duration", time.Since(start))
+}
+
+// count records the outcome of one request in the metrics.
+func (h *Handler) count(source string, status int, resp Response) {
+	switch status {
+	case http.StatusAccepted, http.StatusOK:
+		var accepted, duplicate float64
+		for _, e := range resp.Events {
+			if e.ID != 0 {
+				accepted++
+			} else {
+				duplicate++
+			}
+		}
+		if accepted > 0 {
+			h.metrics.Received.WithLabelValues(source, metrics.ReceivedAccepted).Add(accepted)
+		}
+		if duplicate > 0 {
+			h.metrics.Received.WithLabelValues(source, metrics.ReceivedDuplicate).Add(duplicate)
+		}
+	case http.StatusUnauthorized:
+		h.metrics.Received.WithLabelValues(source, metrics.ReceivedUnauthenticated).Inc()
+	case http.StatusBadRequest, http.StatusRequestEntityTooLarge:
+		h.metrics.Received.WithLabelValues(source, metrics.ReceivedInvalid).Inc()
+	case http.StatusServiceUnavailable:
+		h.metrics.Received.WithLabelValues(source, metrics.ReceivedStoreError).Inc()
+	}
 }
 
 func errString(err error) string {
@@ -167,7 +206,9 @@ func (h *Handler) accept(w http.ResponseWriter, r *http.Request, src *source.Sou
 	for i := range events {
 		items[i] = inbox.Item{Event: toInbox(src, &events[i]), Window: src.Window}
 	}
+	submitted := time.Now()
 	outs, errs, err := h.committer.Submit(r.Context(), items)
+	h.metrics.DedupeSeconds.Observe(time.Since(submitted).Seconds())
 	if err != nil {
 		return 0, Response{}, &requestError{status: http.StatusServiceUnavailable, msg: "shutting down",
 			retryAfter: storeRetryAfter, err: err}

@@ -18,8 +18,10 @@ import (
 	"github.com/hookgate/hookgate/internal/inbox"
 	inboxsqlite "github.com/hookgate/hookgate/internal/inbox/sqlite"
 	"github.com/hookgate/hookgate/internal/intake"
+	"github.com/hookgate/hookgate/internal/metrics"
 	"github.com/hookgate/hookgate/internal/source"
 	"github.com/hookgate/hookgate/verify"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"go.uber.org/goleak"
 )
 
@@ -50,6 +52,7 @@ func testSources() []config.Source {
 
 type bundle struct {
 	url     string
+	metrics *metrics.Metrics
 	store   *inboxsqlite.Store
 	sources map[string]*source.Source
 	now     func() time.Time
@@ -62,7 +65,7 @@ func setup(t *testing.T, maxBody int64) *bundle {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b := &bundle{store: store, sources: map[string]*source.Source{}, now: time.Now}
+	b := &bundle{store: store, sources: map[string]*source.Source{}, now: time.Now, metrics: metrics.New()}
 	var srcs []*source.Source
 	for _, sc := range testSources() {
 		s, err := source.New(sc, config.Default().Dedupe)
@@ -73,7 +76,7 @@ func setup(t *testing.T, maxBody int64) *bundle {
 		srcs = append(srcs, s)
 	}
 	c := intake.NewCommitter(store, intake.CommitterOptions{})
-	srv := httptest.NewServer(intake.NewHandler(intake.Options{Sources: srcs, Committer: c, MaxBody: maxBody}))
+	srv := httptest.NewServer(intake.NewHandler(intake.Options{Sources: srcs, Committer: c, MaxBody: maxBody, Metrics: b.metrics}))
 	t.Cleanup(func() {
 		srv.Close()
 		c.Close()
@@ -441,5 +444,34 @@ func TestStoreFailureAsksForRetry(t *testing.T) {
 	}
 	if n := b.count(t, "dedupe_keys"); n != 0 {
 		t.Fatalf("dedupe keys kept after a failed store: %d", n)
+	}
+}
+
+// Every answer is counted by source and outcome.
+func TestMetricsCountOutcomes(t *testing.T) {
+	t.Parallel()
+	b := setup(t, 0)
+	body := stripeEvent("evt_m", "charge.succeeded", "ch_m", "succeeded", 1764583200, false)
+	b.post(t, "stripe", "/in/stripe", body, nil)
+	b.post(t, "stripe", "/in/stripe", body, nil)
+	do(t, b.request(t, "/in/stripe", nil, body, nil))
+	b.post(t, "stripe", "/in/stripe", []byte(`{"object":"event"}`), nil)
+	b.post(t, "crm", "/in/crm", fixture(t, "hubspot-batch.json"), nil)
+	for _, c := range []struct {
+		source, outcome string
+		want            float64
+	}{
+		{"stripe", metrics.ReceivedAccepted, 1},
+		{"stripe", metrics.ReceivedDuplicate, 1},
+		{"stripe", metrics.ReceivedUnauthenticated, 1},
+		{"stripe", metrics.ReceivedInvalid, 1},
+		{"crm", metrics.ReceivedAccepted, 3},
+	} {
+		if got := testutil.ToFloat64(b.metrics.Received.WithLabelValues(c.source, c.outcome)); got != c.want {
+			t.Errorf("%s %s: %v, want %v", c.source, c.outcome, got, c.want)
+		}
+	}
+	if n := testutil.CollectAndCount(b.metrics.DedupeSeconds); n != 1 {
+		t.Errorf("dedupe latency histogram: %d series", n)
 	}
 }
