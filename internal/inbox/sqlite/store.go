@@ -47,7 +47,12 @@ type Store struct {
 	keys  *dsqlite.Store
 	now   func() time.Time
 	owned bool
+	// writer admits one of the store's write transactions at a time; see
+	// lock.
+	writer chan struct{}
 }
+
+var _ inbox.Store = (*Store)(nil)
 
 // Options tune a Store.
 type Options struct {
@@ -71,7 +76,7 @@ func Open(path string, opts Options) (*Store, error) {
 }
 
 // New uses db, which must come from dedupe/sqlite.OpenDB, and creates the
-// tables it needs.
+// tables it needs, or adds what an older version's file lacks.
 func New(db *sql.DB, opts Options) (*Store, error) {
 	now := opts.Now
 	if now == nil {
@@ -81,10 +86,10 @@ func New(db *sql.DB, opts Options) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open inbox: %w", err)
 	}
-	if _, err := db.Exec(schema); err != nil {
+	if err := migrate(context.Background(), db); err != nil {
 		return nil, fmt.Errorf("open inbox: migrate: %w", err)
 	}
-	return &Store{db: db, keys: keys, now: now}, nil
+	return &Store{db: db, keys: keys, now: now, writer: make(chan struct{}, 1)}, nil
 }
 
 // DB is the underlying database.
@@ -123,6 +128,11 @@ func (s *Store) Accept(ctx context.Context, items []inbox.Item) (out []inbox.Out
 			return nil, fmt.Errorf("inbox: headers of %s: %w", items[i].Event.EventID, err)
 		}
 	}
+	unlock, err := s.lock(ctx)
+	if err != nil {
+		return nil, fail(ctx, "begin", err)
+	}
+	defer unlock()
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
 		return nil, unavailable("begin", err)
@@ -135,6 +145,7 @@ func (s *Store) Accept(ctx context.Context, items []inbox.Item) (out []inbox.Out
 	keys := s.keys.Tx(tx)
 	out = make([]inbox.Outcome, len(items))
 	var fresh []int
+	counts := intakeCounts{}
 	for window, idx := range byWindow(items) {
 		hashes := make([]dedupe.Hash, len(idx))
 		for j, i := range idx {
@@ -146,6 +157,7 @@ func (s *Store) Accept(ctx context.Context, items []inbox.Item) (out []inbox.Out
 		}
 		for j, c := range claims {
 			out[idx[j]] = inbox.Outcome{Status: c.Status, FirstSeen: c.FirstSeen, Expires: c.Expires}
+			counts.add(items[idx[j]].Event.Source, c.Status)
 			if c.Status == dedupe.New {
 				fresh = append(fresh, idx[j])
 			}
@@ -157,6 +169,9 @@ func (s *Store) Accept(ctx context.Context, items []inbox.Item) (out []inbox.Out
 		if err := s.insert(ctx, tx, items, headers, chunk, received, out); err != nil {
 			return nil, unavailable("insert", err)
 		}
+	}
+	if err := counts.save(ctx, tx); err != nil {
+		return nil, unavailable("count", err)
 	}
 	if err := tx.Commit(); err != nil {
 		return nil, unavailable("commit", err)
@@ -217,25 +232,35 @@ func (s *Store) insert(ctx context.Context, tx *sql.Tx, items []inbox.Item, head
 }
 
 const columns = `id, hash, scope, source, provider, tenant, event_id, entity_type, entity_id,
-	entity_version, entity_order, entity_state, payload, headers, received_at, status`
+	entity_version, entity_order, entity_state, payload, headers, received_at, status,
+	attempts, next_attempt_at, last_error, processed_at,
+	apply_outcome, apply_from, apply_to, apply_transition`
 
 func scanEvent(row interface{ Scan(...any) error }) (inbox.Event, error) {
 	var (
-		e        inbox.Event
-		hash     []byte
-		headers  string
-		received int64
-		status   string
+		e                    inbox.Event
+		hash                 []byte
+		headers              string
+		received, next, done int64
+		status, outcome      string
+		applied              inbox.Applied
 	)
 	err := row.Scan(&e.ID, &hash, &e.Scope, &e.Source, &e.Provider, &e.Tenant, &e.EventID,
 		&e.EntityType, &e.EntityID, &e.EntityVersion, &e.EntityOrder, &e.EntityState,
-		&e.Payload, &headers, &received, &status)
+		&e.Payload, &headers, &received, &status,
+		&e.Attempts, &next, &e.LastError, &done,
+		&outcome, &applied.From, &applied.To, &applied.Transition)
 	if err != nil {
 		return e, err
 	}
 	copy(e.Hash[:], hash)
 	e.ReceivedAt = time.Unix(0, received).UTC()
 	e.Status = inbox.Status(status)
+	e.NextAttemptAt, e.ProcessedAt = fromNanos(next), fromNanos(done)
+	if outcome != "" {
+		applied.Outcome = inbox.ApplyOutcome(outcome)
+		e.Applied = &applied
+	}
 	if err := json.Unmarshal([]byte(headers), &e.Headers); err != nil {
 		return e, fmt.Errorf("inbox: event %d headers: %w", e.ID, err)
 	}

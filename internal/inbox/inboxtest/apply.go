@@ -1,0 +1,119 @@
+package inboxtest
+
+import (
+	"time"
+
+	"github.com/hookgate/hookgate/internal/inbox"
+)
+
+// eventsOf returns the stored events of ids, as Apply receives them.
+func (b *bundle) eventsOf(ids ...int64) []inbox.Event {
+	b.t.Helper()
+	evs := make([]inbox.Event, len(ids))
+	for i, id := range ids {
+		evs[i] = b.get(id)
+	}
+	return evs
+}
+
+// applied checks one Apply result.
+func (b *bundle) applied(what string, got, want inbox.Applied) {
+	b.t.Helper()
+	if got != want {
+		b.t.Errorf("%s: %+v, want %+v", what, got, want)
+	}
+}
+
+// entityAt checks the stored charge id: its state, order and the event
+// that wrote it.
+func (b *bundle) entityAt(id, state string, order, event int64) {
+	b.t.Helper()
+	e := b.entityOf(id)
+	want := time.Unix(order, 0).UTC().Format(time.RFC3339)
+	if e.State != state || e.Order != order || e.Version != want || e.EventID != event {
+		b.t.Errorf("entity %s: state %q, order %d, version %q, event %d; want %q, %d, %q, %d",
+			id, e.State, e.Order, e.Version, e.EventID, state, order, want, event)
+	}
+}
+
+func testApplyVersionGuard(b *bundle) {
+	ids := b.add(
+		item("open", entity("ch_1", 10, "open")),
+		item("paid", entity("ch_1", 20, "paid")),
+		item("older", entity("ch_1", 15, "void")),
+		item("equal", entity("ch_1", 20, "refunded")),
+		item("newer-same", entity("ch_1", 30, "paid")),
+	)
+	first := inbox.Applied{Outcome: inbox.ApplyApplied, From: "", To: "open", Transition: true}
+	b.applied("first event of an entity", b.apply(b.eventsOf(ids[0])...)[0], first)
+	b.entityAt("ch_1", "open", 10, ids[0])
+	if e := b.entityOf("ch_1"); !e.UpdatedAt.Equal(start) || e.Tenant != "acme" || e.Type != "charge" || e.ID != "ch_1" {
+		b.t.Errorf("entity: %+v, want acme/charge/ch_1 updated at %v", e, start)
+	}
+
+	b.applied("newer event, new state", b.apply(b.eventsOf(ids[1])...)[0],
+		inbox.Applied{Outcome: inbox.ApplyApplied, From: "open", To: "paid", Transition: true})
+	b.entityAt("ch_1", "paid", 20, ids[1])
+
+	stale := inbox.Applied{Outcome: inbox.ApplyStale, From: "paid", To: "paid"}
+	b.applied("older event", b.apply(b.eventsOf(ids[2])...)[0], stale)
+	b.applied("equal version", b.apply(b.eventsOf(ids[3])...)[0], stale)
+	b.entityAt("ch_1", "paid", 20, ids[1])
+
+	b.applied("newer event, same state", b.apply(b.eventsOf(ids[4])...)[0],
+		inbox.Applied{Outcome: inbox.ApplyUnchanged, From: "paid", To: "paid"})
+	b.entityAt("ch_1", "paid", 30, ids[4])
+
+	// A re-run (crash, replay) of the first event after the entity moved
+	// on gets its recorded result, transition included, and changes
+	// nothing.
+	b.applied("first event again", b.apply(b.eventsOf(ids[0])...)[0], first)
+	b.entityAt("ch_1", "paid", 30, ids[4])
+	if got := b.get(ids[0]).Applied; got == nil || *got != first {
+		b.t.Errorf("Get after Apply: Applied %v, want %+v", got, first)
+	}
+	if got := b.get(ids[2]).Applied; got == nil || *got != stale {
+		b.t.Errorf("Get of the stale event: Applied %v, want %+v", got, stale)
+	}
+}
+
+func testApplyBatchInIDOrder(b *bundle) {
+	ids := b.add(
+		item("a", entity("ch_1", 1, "pending")),
+		item("b", entity("ch_1", 2, "paid")),
+		item("c", entity("ch_1", 3, "paid")),
+		item("d"),
+	)
+	// Handed over newest first, applied oldest first; results follow the
+	// order of the arguments.
+	got := b.apply(b.eventsOf(ids[3], ids[2], ids[1], ids[0])...)
+	b.applied("event without entity", got[0], inbox.Applied{Outcome: inbox.ApplyNone})
+	b.applied("third", got[1], inbox.Applied{Outcome: inbox.ApplyUnchanged, From: "paid", To: "paid"})
+	b.applied("second", got[2], inbox.Applied{Outcome: inbox.ApplyApplied, From: "pending", To: "paid", Transition: true})
+	b.applied("first", got[3], inbox.Applied{Outcome: inbox.ApplyApplied, From: "", To: "pending", Transition: true})
+	b.entityAt("ch_1", "paid", 3, ids[2])
+	if a := b.get(ids[3]).Applied; a == nil || a.Outcome != inbox.ApplyNone {
+		b.t.Errorf("event without entity: Applied %v, want none recorded", a)
+	}
+}
+
+func testApplySeparateEntities(b *bundle) {
+	ids := b.add(
+		item("a", entity("ch_1", 5, "paid")),
+		item("b", entity("ch_1", 1, "open"), of("globex")),
+		item("c", entity("ch_1", 1, ""), func(e *inbox.Event) { e.EntityType = "refund" }),
+	)
+	got := b.apply(b.eventsOf(ids...)...)
+	b.applied("acme's charge", got[0], inbox.Applied{Outcome: inbox.ApplyApplied, To: "paid", Transition: true})
+	b.applied("globex's charge of the same id", got[1], inbox.Applied{Outcome: inbox.ApplyApplied, To: "open", Transition: true})
+	b.applied("a new refund without state", got[2], inbox.Applied{Outcome: inbox.ApplyUnchanged})
+	if e, err := b.store.Entity(b.ctx, "globex", "charge", "ch_1"); err != nil || e.State != "open" || e.EventID != ids[1] {
+		b.t.Errorf("globex's charge: %+v, %v", e, err)
+	}
+	b.entityAt("ch_1", "paid", 5, ids[0])
+}
+
+func testEntityUnknown(b *bundle) {
+	_, err := b.store.Entity(b.ctx, "acme", "charge", "ch_none")
+	notFound(b.t, "Entity of an unknown id", err)
+}

@@ -1,0 +1,99 @@
+package sqlite
+
+import (
+	"cmp"
+	"context"
+	"database/sql"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/hookgate/hookgate/internal/inbox"
+)
+
+// leaseQuery takes the due events in one statement. Its inner SELECT
+// repeats the WHERE clause of the partial index events_due word for word,
+// which is what lets SQLite walk that index in id order.
+const leaseQuery = `UPDATE events SET lease_owner = ?, lease_until = ?, attempts = attempts + 1
+	WHERE id IN (SELECT id FROM events
+		WHERE status IN ('received', 'retry')
+		  AND (status = 'received' OR next_attempt_at <= ?)
+		  AND lease_until <= ?
+		ORDER BY id LIMIT ?)
+	RETURNING ` + columns
+
+// Lease implements inbox.Store. The events are chosen and marked in one
+// write transaction, which SQLite runs one at a time across connections
+// and processes, so no two leasers get the same event.
+func (s *Store) Lease(ctx context.Context, owner string, n int, d time.Duration) ([]inbox.Event, error) {
+	if owner == "" {
+		return nil, fmt.Errorf("inbox: lease: %w", ErrNoOwner)
+	}
+	if n <= 0 {
+		return nil, nil
+	}
+	var events []inbox.Event
+	err := s.write(ctx, "lease", func(tx *sql.Tx) error {
+		events = events[:0]
+		now := s.now().UnixNano()
+		rows, err := tx.QueryContext(ctx, leaseQuery, owner, after(now, d), now, now, n)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			e, err := scanEvent(rows)
+			if err != nil {
+				return err
+			}
+			events = append(events, e)
+		}
+		return rows.Err()
+	})
+	if err != nil {
+		return nil, err
+	}
+	slices.SortFunc(events, func(a, b inbox.Event) int { return cmp.Compare(a.ID, b.ID) })
+	return events, nil
+}
+
+// Finish implements inbox.Store. A processed event gets ProcessedAt = now;
+// NextAttemptAt is kept only for a retry.
+func (s *Store) Finish(ctx context.Context, owner string, results []inbox.Result) error {
+	if owner == "" {
+		return fmt.Errorf("inbox: finish: %w", ErrNoOwner)
+	}
+	for _, r := range results {
+		switch r.Status {
+		case inbox.StatusProcessed, inbox.StatusRetry, inbox.StatusDead:
+		default:
+			return fmt.Errorf("inbox: finish event %d: %w %q", r.ID, ErrBadResult, r.Status)
+		}
+	}
+	if len(results) == 0 {
+		return nil
+	}
+	return s.write(ctx, "finish", func(tx *sql.Tx) error {
+		stmt, err := tx.PrepareContext(ctx, `UPDATE events SET status = ?, next_attempt_at = ?,
+			last_error = ?, processed_at = ?, lease_owner = '', lease_until = 0
+			WHERE id = ? AND lease_owner = ?`)
+		if err != nil {
+			return err
+		}
+		defer stmt.Close()
+		now := s.now().UnixNano()
+		for _, r := range results {
+			var next, processed int64
+			switch r.Status {
+			case inbox.StatusRetry:
+				next = nanos(r.NextAttemptAt)
+			case inbox.StatusProcessed:
+				processed = now
+			}
+			if _, err := stmt.ExecContext(ctx, string(r.Status), next, r.Error, processed, r.ID, owner); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}

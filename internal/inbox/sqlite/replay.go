@@ -1,0 +1,136 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"slices"
+	"strings"
+
+	"github.com/hookgate/hookgate/internal/inbox"
+)
+
+// Replay implements inbox.Store. Events are walked in id order, one page
+// per write transaction, with the last id of a page as the start of the
+// next (keyset pagination), so a replay of millions of events holds
+// neither the write lock nor more than one page of ids at a time. Events
+// under a live lease are skipped: a worker is processing them and will
+// finish them itself. Without f.Dead every status is replayed.
+func (s *Store) Replay(ctx context.Context, f inbox.ReplayFilter, progress func(done int)) (int, error) {
+	page := f.PageSize
+	if page <= 0 {
+		page = inbox.DefaultLimit
+	}
+	cond, args := replayFilter(f)
+	if len(f.IDs) == 0 {
+		return s.replayPages(ctx, f.Redeliver, cond, args, page, 0, progress)
+	}
+	ids := slices.Clone(f.IDs)
+	slices.Sort(ids)
+	ids = slices.Compact(ids)
+	done := 0
+	for lo := 0; lo < len(ids); lo += idChunk {
+		chunk := ids[lo:min(lo+idChunk, len(ids))]
+		n, err := s.replayPages(ctx, f.Redeliver,
+			append(slices.Clone(cond), "id IN ("+placeholders(len(chunk))+")"),
+			append(slices.Clone(args), int64Args(chunk)...),
+			page, done, progress)
+		done = n
+		if err != nil {
+			return done, err
+		}
+	}
+	return done, nil
+}
+
+// replayFilter turns f, except its ids, into SQL conditions.
+func replayFilter(f inbox.ReplayFilter) (cond []string, args []any) {
+	if f.Dead {
+		cond = append(cond, "status = ?")
+		args = append(args, string(inbox.StatusDead))
+	}
+	if f.Source != "" {
+		cond = append(cond, "source = ?")
+		args = append(args, f.Source)
+	}
+	if f.Tenant != "" {
+		cond = append(cond, "tenant = ?")
+		args = append(args, f.Tenant)
+	}
+	if !f.Since.IsZero() {
+		cond = append(cond, "received_at >= ?")
+		args = append(args, f.Since.UnixNano())
+	}
+	return cond, args
+}
+
+// replayPages replays the events matching cond page by page, adding to
+// done (the count so far) and reporting the running count to progress
+// after each page.
+func (s *Store) replayPages(ctx context.Context, redeliver bool, cond []string, args []any, page, done int, progress func(int)) (int, error) {
+	var cursor int64
+	for {
+		n, last, err := s.replayPage(ctx, redeliver, cond, args, cursor, page)
+		if err != nil {
+			return done, err
+		}
+		if n == 0 {
+			return done, nil
+		}
+		done += n
+		if progress != nil {
+			progress(done)
+		}
+		if n < page {
+			return done, nil
+		}
+		cursor = last
+	}
+}
+
+// replayPage replays up to page matching events after id cursor and
+// returns how many it replayed and the last one's id. The rows are picked
+// once by id; the updates then name the same rows as the id range
+// (cursor, last] under the same conditions, which inside the transaction
+// is exactly the picked set, without binding a list of ids.
+func (s *Store) replayPage(ctx context.Context, redeliver bool, cond []string, args []any, cursor int64, page int) (n int, last int64, err error) {
+	err = s.write(ctx, "replay", func(tx *sql.Tx) error {
+		now := s.now().UnixNano()
+		where := strings.Join(append(slices.Clone(cond), "lease_until <= ?", "id > ?"), " AND ")
+		pick := append(slices.Clone(args), now, cursor)
+		var ids []int64
+		rows, err := tx.QueryContext(ctx, "SELECT id FROM events WHERE "+where+" ORDER BY id LIMIT ?", append(pick, page)...)
+		if err != nil {
+			return err
+		}
+		for rows.Next() {
+			var id int64
+			if err := rows.Scan(&id); err != nil {
+				rows.Close()
+				return err
+			}
+			ids = append(ids, id)
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		n = len(ids)
+		if n == 0 {
+			return nil
+		}
+		last = ids[n-1]
+		picked := where + " AND id <= ?"
+		pickArgs := append(pick, last)
+		deliveries := "UPDATE deliveries SET attempts = 0 WHERE status != 'delivered' AND event_id IN (SELECT id FROM events WHERE " + picked + ")"
+		if redeliver {
+			deliveries = "DELETE FROM deliveries WHERE event_id IN (SELECT id FROM events WHERE " + picked + ")"
+		}
+		if _, err := tx.ExecContext(ctx, deliveries, pickArgs...); err != nil {
+			return err
+		}
+		_, err = tx.ExecContext(ctx, `UPDATE events SET status = 'received', attempts = 0, next_attempt_at = 0,
+			last_error = '', processed_at = 0, lease_owner = '', lease_until = 0 WHERE `+picked, pickArgs...)
+		return err
+	})
+	return n, last, err
+}

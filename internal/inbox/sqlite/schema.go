@@ -1,0 +1,114 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+)
+
+// processingColumns are the events columns that processing added after the
+// first release. migrate adds the ones a database lacks, so a file written
+// by an older hookgate opens unchanged.
+var processingColumns = []struct{ name, def string }{
+	{"attempts", "INTEGER NOT NULL DEFAULT 0"},
+	{"next_attempt_at", "INTEGER NOT NULL DEFAULT 0"},
+	{"lease_owner", "TEXT NOT NULL DEFAULT ''"},
+	{"lease_until", "INTEGER NOT NULL DEFAULT 0"},
+	{"last_error", "TEXT NOT NULL DEFAULT ''"},
+	{"processed_at", "INTEGER NOT NULL DEFAULT 0"},
+	{"apply_outcome", "TEXT NOT NULL DEFAULT ''"},
+	{"apply_from", "TEXT NOT NULL DEFAULT ''"},
+	{"apply_to", "TEXT NOT NULL DEFAULT ''"},
+	{"apply_transition", "INTEGER NOT NULL DEFAULT 0"},
+}
+
+// processingSchema creates what processing reads and writes besides the
+// events columns. The two partial indexes hold only the rows their query
+// looks for: events_due the pending events (Lease walks it in id order and
+// Stats counts it), events_processed the processed ones by age (Sweep).
+// Intake pays for events_due only; an event enters events_processed when it
+// is finished. events_hash is dropped: dedupe_keys answers every lookup by
+// hash, and each index is one more B-tree write per accepted event.
+const processingSchema = `
+DROP INDEX IF EXISTS events_hash;
+CREATE INDEX IF NOT EXISTS events_due
+	ON events(id, status, next_attempt_at, lease_until, received_at)
+	WHERE status IN ('received', 'retry');
+CREATE INDEX IF NOT EXISTS events_processed
+	ON events(processed_at)
+	WHERE status = 'processed';
+CREATE TABLE IF NOT EXISTS entities (
+	tenant     TEXT    NOT NULL,
+	type       TEXT    NOT NULL,
+	id         TEXT    NOT NULL,
+	version    TEXT    NOT NULL,
+	ord        INTEGER NOT NULL,
+	state      TEXT    NOT NULL,
+	event_id   INTEGER NOT NULL,
+	updated_at INTEGER NOT NULL,
+	PRIMARY KEY (tenant, type, id)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS deliveries (
+	event_id    INTEGER NOT NULL,
+	destination TEXT    NOT NULL,
+	status      TEXT    NOT NULL,
+	attempts    INTEGER NOT NULL,
+	code        INTEGER NOT NULL,
+	error       TEXT    NOT NULL,
+	at          INTEGER NOT NULL,
+	PRIMARY KEY (event_id, destination)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS counters (
+	source     TEXT    NOT NULL PRIMARY KEY,
+	accepted   INTEGER NOT NULL DEFAULT 0,
+	duplicates INTEGER NOT NULL DEFAULT 0
+) WITHOUT ROWID;
+`
+
+// migrate creates the inbox tables or brings an older file up to date, in
+// one write transaction, so that processes opening one file at once do not
+// both add a column.
+func migrate(ctx context.Context, db *sql.DB) error {
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	if _, err := tx.ExecContext(ctx, schema); err != nil {
+		return err
+	}
+	have, err := tableColumns(ctx, tx, "events")
+	if err != nil {
+		return err
+	}
+	for _, c := range processingColumns {
+		if have[c.name] {
+			continue
+		}
+		if _, err := tx.ExecContext(ctx, "ALTER TABLE events ADD COLUMN "+c.name+" "+c.def); err != nil {
+			return fmt.Errorf("add column %s: %w", c.name, err)
+		}
+	}
+	if _, err := tx.ExecContext(ctx, processingSchema); err != nil {
+		return err
+	}
+	return tx.Commit()
+}
+
+// tableColumns returns the names of table's columns.
+func tableColumns(ctx context.Context, tx *sql.Tx, table string) (map[string]bool, error) {
+	rows, err := tx.QueryContext(ctx, "SELECT name FROM pragma_table_info(?)", table)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	have := map[string]bool{}
+	for rows.Next() {
+		var name string
+		if err := rows.Scan(&name); err != nil {
+			return nil, err
+		}
+		have[name] = true
+	}
+	return have, rows.Err()
+}

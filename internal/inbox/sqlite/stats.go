@@ -1,0 +1,116 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"strings"
+
+	"github.com/hookgate/hookgate/dedupe"
+	"github.com/hookgate/hookgate/internal/inbox"
+)
+
+// Stats implements inbox.Store. The counts come from three reads outside
+// any transaction, so under load they may be a moment apart.
+func (s *Store) Stats(ctx context.Context) (inbox.Stats, error) {
+	st := inbox.Stats{Sources: map[string]inbox.SourceStats{}}
+	source := func(name string) inbox.SourceStats {
+		ss, ok := st.Sources[name]
+		if !ok {
+			ss.ByStatus = map[inbox.Status]int{}
+		}
+		return ss
+	}
+	err := s.each(ctx, `SELECT source, status, count(*) FROM events GROUP BY source, status`, func(rows *sql.Rows) error {
+		var (
+			name, status string
+			n            int
+		)
+		if err := rows.Scan(&name, &status, &n); err != nil {
+			return err
+		}
+		ss := source(name)
+		ss.ByStatus[inbox.Status(status)] = n
+		st.Sources[name] = ss
+		return nil
+	})
+	if err != nil {
+		return inbox.Stats{}, fail(ctx, "stats", err)
+	}
+	err = s.each(ctx, `SELECT source, accepted, duplicates FROM counters`, func(rows *sql.Rows) error {
+		var name string
+		var accepted, duplicates int64
+		if err := rows.Scan(&name, &accepted, &duplicates); err != nil {
+			return err
+		}
+		ss := source(name)
+		ss.Accepted, ss.Duplicates = accepted, duplicates
+		st.Sources[name] = ss
+		return nil
+	})
+	if err != nil {
+		return inbox.Stats{}, fail(ctx, "stats", err)
+	}
+	var oldest sql.NullInt64
+	if err := s.db.QueryRowContext(ctx, `SELECT count(*), min(received_at) FROM events
+		WHERE status IN ('received', 'retry')`).Scan(&st.Pending, &oldest); err != nil {
+		return inbox.Stats{}, fail(ctx, "stats", err)
+	}
+	st.OldestPending = fromNanos(oldest.Int64)
+	return st, nil
+}
+
+// each runs query and calls fn for every row.
+func (s *Store) each(ctx context.Context, query string, fn func(*sql.Rows) error) error {
+	rows, err := s.db.QueryContext(ctx, query)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		if err := fn(rows); err != nil {
+			return err
+		}
+	}
+	return rows.Err()
+}
+
+// intakeCounts tallies one Accept batch's outcomes by source: accepted and
+// duplicate.
+type intakeCounts map[string]*[2]int64
+
+// add counts one claim outcome of an event of source; in-flight claims are
+// neither accepted nor duplicates yet.
+func (c intakeCounts) add(source string, status dedupe.Status) {
+	var i int
+	switch status {
+	case dedupe.New:
+		i = 0
+	case dedupe.Duplicate:
+		i = 1
+	default:
+		return
+	}
+	n := c[source]
+	if n == nil {
+		n = new([2]int64)
+		c[source] = n
+	}
+	n[i]++
+}
+
+// save adds the tallies to the counters table in one statement.
+func (c intakeCounts) save(ctx context.Context, tx *sql.Tx) error {
+	if len(c) == 0 {
+		return nil
+	}
+	tuples := make([]string, 0, len(c))
+	args := make([]any, 0, 3*len(c))
+	for source, n := range c {
+		tuples = append(tuples, "(?, ?, ?)")
+		args = append(args, source, n[0], n[1])
+	}
+	_, err := tx.ExecContext(ctx, `INSERT INTO counters (source, accepted, duplicates) VALUES `+
+		strings.Join(tuples, ", ")+` ON CONFLICT (source) DO UPDATE SET
+		accepted = accepted + excluded.accepted, duplicates = duplicates + excluded.duplicates`, args...)
+	return err
+}

@@ -1,0 +1,70 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"time"
+
+	"github.com/hookgate/hookgate/internal/inbox"
+)
+
+// Sweep implements inbox.Store. Expired keys go through the dedupe store's
+// own sweep; processed events go in transactions of at most idChunk
+// events, so intake waits behind one chunk, not the whole sweep. If a
+// transaction fails, the result counts what the committed ones removed.
+func (s *Store) Sweep(ctx context.Context, processedBefore time.Time) (inbox.SweepResult, error) {
+	var res inbox.SweepResult
+	keys, err := s.keys.Sweep(ctx)
+	res.Keys = keys
+	if err != nil {
+		return res, fmt.Errorf("inbox: sweep keys: %w", err)
+	}
+	cutoff := processedBefore.UnixNano()
+	for {
+		var n int
+		err := s.write(ctx, "sweep", func(tx *sql.Tx) error {
+			var err error
+			n, err = sweepEvents(ctx, tx, cutoff)
+			return err
+		})
+		if err != nil {
+			return res, err
+		}
+		res.Events += n
+		if n < idChunk {
+			return res, nil
+		}
+	}
+}
+
+// sweepEvents deletes up to idChunk events processed before cutoff, and
+// their deliveries.
+func sweepEvents(ctx context.Context, tx *sql.Tx, cutoff int64) (int, error) {
+	rows, err := tx.QueryContext(ctx, `SELECT id FROM events
+		WHERE status = 'processed' AND processed_at < ? LIMIT ?`, cutoff, idChunk)
+	if err != nil {
+		return 0, err
+	}
+	var ids []int64
+	for rows.Next() {
+		var id int64
+		if err := rows.Scan(&id); err != nil {
+			rows.Close()
+			return 0, err
+		}
+		ids = append(ids, id)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil || len(ids) == 0 {
+		return 0, err
+	}
+	in, args := placeholders(len(ids)), int64Args(ids)
+	if _, err := tx.ExecContext(ctx, "DELETE FROM deliveries WHERE event_id IN ("+in+")", args...); err != nil {
+		return 0, err
+	}
+	if _, err := tx.ExecContext(ctx, "DELETE FROM events WHERE id IN ("+in+")", args...); err != nil {
+		return 0, err
+	}
+	return len(ids), nil
+}

@@ -1,0 +1,123 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"math"
+	"strings"
+	"time"
+)
+
+var (
+	// ErrNoOwner is returned by Lease and Finish for an empty owner: an
+	// event nobody holds has an empty owner, so Finish with one would
+	// finish events that were never leased.
+	ErrNoOwner = errors.New("inbox/sqlite: lease owner is empty")
+	// ErrBadResult is returned by Finish for a result whose status is not
+	// processed, retry or dead, and by RecordDelivery for an unknown
+	// delivery status.
+	ErrBadResult = errors.New("inbox/sqlite: invalid status")
+)
+
+// idChunk is how many ids one statement binds; it stays far below
+// SQLite's limit on bound parameters.
+const idChunk = 500
+
+// lock admits one of the store's write transactions at a time, so that
+// the goroutines of one process wait their turn here, without a
+// connection, instead of polling SQLite's lock on the busy timeout.
+// Other processes on the same file still queue on the busy timeout.
+func (s *Store) lock(ctx context.Context) (unlock func(), err error) {
+	select {
+	case s.writer <- struct{}{}:
+		return func() { <-s.writer }, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// write runs fn in a write transaction of its own, committed if fn
+// succeeds.
+func (s *Store) write(ctx context.Context, op string, fn func(*sql.Tx) error) error {
+	unlock, err := s.lock(ctx)
+	if err != nil {
+		return fail(ctx, op, err)
+	}
+	defer unlock()
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return fail(ctx, op, err)
+	}
+	if err := fn(tx); err != nil {
+		tx.Rollback()
+		return fail(ctx, op, err)
+	}
+	if err := tx.Commit(); err != nil {
+		return fail(ctx, op, err)
+	}
+	return nil
+}
+
+// fail wraps an error of operation op. Errors that are the caller's (an
+// ended context, an invalid argument, an unknown id) keep their own
+// identity; anything else came from the database and wraps
+// dedupe.ErrUnavailable.
+func fail(ctx context.Context, op string, err error) error {
+	if cerr := ctx.Err(); cerr != nil {
+		if errors.Is(err, cerr) {
+			return fmt.Errorf("inbox: %s: %w", op, err)
+		}
+		return fmt.Errorf("inbox: %s: %w (%v)", op, cerr, err)
+	}
+	var caller callerError
+	if errors.As(err, &caller) {
+		return fmt.Errorf("inbox: %s: %w", op, caller.err)
+	}
+	return unavailable(op, err)
+}
+
+// callerError marks an error inside a transaction that the caller caused,
+// so fail does not report it as the store being unavailable.
+type callerError struct{ err error }
+
+func (e callerError) Error() string { return e.err.Error() }
+
+// nanos is t in Unix nanoseconds, 0 for the zero time.
+func nanos(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixNano()
+}
+
+// fromNanos is the time of a Unix nanoseconds column; 0 is the zero time.
+func fromNanos(ns int64) time.Time {
+	if ns == 0 {
+		return time.Time{}
+	}
+	return time.Unix(0, ns).UTC()
+}
+
+// after returns now+d in Unix nanoseconds, saturating instead of wrapping.
+func after(now int64, d time.Duration) int64 {
+	if d > 0 && now > math.MaxInt64-int64(d) {
+		return math.MaxInt64
+	}
+	return now + int64(d)
+}
+
+// placeholders returns n comma-separated question marks.
+func placeholders(n int) string {
+	return strings.TrimSuffix(strings.Repeat("?,", n), ",")
+}
+
+// int64Args returns ids as statement arguments.
+func int64Args(ids []int64) []any {
+	args := make([]any, len(ids))
+	for i, id := range ids {
+		args[i] = id
+	}
+	return args
+}
