@@ -11,11 +11,13 @@ import (
 	"github.com/hookgate/hookgate/internal/inbox"
 )
 
-// leaseQuery takes the due events in one statement. Its inner SELECT
-// repeats the WHERE clause of the partial index events_due word for word,
-// which is what lets SQLite walk that index in id order.
+// leaseQuery takes the due events in one statement. Its inner SELECT walks
+// the partial index events_due in id order and stops after n: it repeats
+// the index's WHERE clause word for word, which SQLite needs to use a
+// partial index, and names the index, since without statistics the planner
+// prefers events_status and sorts.
 const leaseQuery = `UPDATE events SET lease_owner = ?, lease_until = ?, attempts = attempts + 1
-	WHERE id IN (SELECT id FROM events
+	WHERE id IN (SELECT id FROM events INDEXED BY events_due
 		WHERE status IN ('received', 'retry')
 		  AND (status = 'received' OR next_attempt_at <= ?)
 		  AND lease_until <= ?

@@ -1,9 +1,19 @@
 package sqlite_test
 
 import (
+	"context"
+	"database/sql"
+	"errors"
+	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"testing"
+	"time"
 
+	"github.com/hookgate/hookgate/dedupe"
+	"github.com/hookgate/hookgate/dedupe/dedupetest"
+	dsqlite "github.com/hookgate/hookgate/dedupe/sqlite"
 	"github.com/hookgate/hookgate/internal/inbox"
 	"github.com/hookgate/hookgate/internal/inbox/inboxtest"
 	"github.com/hookgate/hookgate/internal/inbox/sqlite"
@@ -25,4 +35,211 @@ func TestInbox(t *testing.T) {
 	inboxtest.Exercise(t, func(t *testing.T, clock *inboxtest.Clock) inbox.Store {
 		return open(t, clock)
 	})
+}
+
+// testItem returns an event of source shop named key, with a one-hour
+// window.
+func testItem(key string) inbox.Item {
+	k := dedupe.Key{Tenant: "acme", Provider: "shop", ObjectType: "event", Action: "any", EventID: key}
+	return inbox.Item{Event: inbox.Event{
+		Hash: k.Hash(), Scope: k.Scope(), Source: "shop", Provider: "standard", Tenant: "acme",
+		EventID: key, Payload: []byte(`{}`),
+	}, Window: time.Hour}
+}
+
+// fill accepts n events in one batch and returns their ids.
+func fill(t *testing.T, s *sqlite.Store, n int) []int64 {
+	t.Helper()
+	items := make([]inbox.Item, n)
+	for i := range items {
+		items[i] = testItem(strconv.Itoa(i))
+	}
+	out, err := s.Accept(t.Context(), items)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids := make([]int64, n)
+	for i, o := range out {
+		ids[i] = o.ID
+	}
+	return ids
+}
+
+// indexNames returns the names of the indexes on table.
+func indexNames(t *testing.T, db *sql.DB, table string) []string {
+	t.Helper()
+	rows, err := db.Query("SELECT name FROM pragma_index_list(?) ORDER BY name", table)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var names []string
+	for rows.Next() {
+		var name string
+		if err := rows.Scan(&name); err != nil {
+			t.Fatal(err)
+		}
+		names = append(names, name)
+	}
+	return names
+}
+
+// TestMigrateFirstRelease opens a file written by the intake-only release:
+// its event gets the processing columns with their defaults, becomes due,
+// and the unused hash index is gone. Opening it again changes nothing.
+func TestMigrateFirstRelease(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "v1.db")
+	db, err := dsqlite.OpenDB(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	v1, err := os.ReadFile("testdata/schema-v1.sql")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Exec(string(v1)); err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		if _, err := sqlite.New(db, sqlite.Options{}); err != nil {
+			t.Fatalf("New on a first-release file: %v", err)
+		}
+	}
+	s, err := sqlite.New(db, sqlite.Options{Now: func() time.Time { return time.Unix(1800000000, 0) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := s.Get(t.Context(), 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e.EventID != "evt_1" || e.Status != inbox.StatusReceived || e.Attempts != 0 || e.Applied != nil ||
+		!e.NextAttemptAt.IsZero() || e.ReceivedAt.Unix() != 1700000000 {
+		t.Errorf("migrated event: %+v", e)
+	}
+	evs, err := s.Lease(t.Context(), "w", 10, time.Minute)
+	if err != nil || len(evs) != 1 || evs[0].Attempts != 1 {
+		t.Fatalf("lease on a migrated file: %v, %v; want the old event with attempts 1", evs, err)
+	}
+	applied, err := s.Apply(t.Context(), evs)
+	if err != nil || applied[0] != (inbox.Applied{Outcome: inbox.ApplyApplied, To: "paid", Transition: true}) {
+		t.Errorf("apply on a migrated file: %+v, %v", applied, err)
+	}
+	want := []string{"events_due", "events_processed", "events_source", "events_status"}
+	if got := indexNames(t, db, "events"); !slices.Equal(got, want) {
+		t.Errorf("indexes on events: %v, want %v", got, want)
+	}
+}
+
+// TestErrors covers what callers can get wrong and the store refuses,
+// writing nothing.
+func TestErrors(t *testing.T) {
+	t.Parallel()
+	s := open(t, dedupetest.NewClock(time.Unix(1800000000, 0)))
+	ctx := t.Context()
+	ids := fill(t, s, 2)
+	if _, err := s.Lease(ctx, "", 1, time.Minute); !errors.Is(err, sqlite.ErrNoOwner) {
+		t.Errorf("Lease with no owner: %v, want ErrNoOwner", err)
+	}
+	if err := s.Finish(ctx, "", []inbox.Result{{ID: ids[0], Status: inbox.StatusProcessed}}); !errors.Is(err, sqlite.ErrNoOwner) {
+		t.Errorf("Finish with no owner: %v, want ErrNoOwner", err)
+	}
+	if _, err := s.Lease(ctx, "w", 2, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	err := s.Finish(ctx, "w", []inbox.Result{{ID: ids[0], Status: inbox.StatusProcessed}, {ID: ids[1], Status: inbox.StatusReceived}})
+	if !errors.Is(err, sqlite.ErrBadResult) {
+		t.Errorf("Finish to received: %v, want ErrBadResult", err)
+	}
+	if e, _ := s.Get(ctx, ids[0]); e.Status != inbox.StatusReceived {
+		t.Errorf("event %d finished %s by a rejected Finish", ids[0], e.Status)
+	}
+	if err := s.RecordDelivery(ctx, inbox.Delivery{EventID: ids[0], Destination: "app", Status: "sent"}); !errors.Is(err, sqlite.ErrBadResult) {
+		t.Errorf("RecordDelivery with status sent: %v, want ErrBadResult", err)
+	}
+	evs := []inbox.Event{{ID: ids[0]}, {ID: ids[1] + 100}}
+	if _, err := s.Apply(ctx, evs); !errors.Is(err, inbox.ErrNotFound) || errors.Is(err, dedupe.ErrUnavailable) {
+		t.Errorf("Apply of an unknown id: %v, want ErrNotFound", err)
+	}
+	if e, _ := s.Get(ctx, ids[0]); e.Applied != nil {
+		t.Errorf("event %d applied by a failed Apply: %+v", ids[0], e.Applied)
+	}
+}
+
+// TestCancelled: an ended context is the caller's error, not the store's.
+func TestCancelled(t *testing.T) {
+	t.Parallel()
+	s := open(t, dedupetest.NewClock(time.Unix(1800000000, 0)))
+	fill(t, s, 1)
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	_, err := s.Lease(ctx, "w", 1, time.Minute)
+	if !errors.Is(err, context.Canceled) || errors.Is(err, dedupe.ErrUnavailable) {
+		t.Errorf("Lease with a cancelled context: %v, want context.Canceled only", err)
+	}
+}
+
+// TestUnavailable: a database that fails is reported as
+// dedupe.ErrUnavailable.
+func TestUnavailable(t *testing.T) {
+	t.Parallel()
+	db, err := dsqlite.OpenDB(filepath.Join(t.TempDir(), "inbox.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := sqlite.New(db, sqlite.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	if _, err := s.Lease(t.Context(), "w", 1, time.Minute); !errors.Is(err, dedupe.ErrUnavailable) {
+		t.Errorf("Lease on a closed database: %v, want ErrUnavailable", err)
+	}
+	if _, err := s.Stats(t.Context()); !errors.Is(err, dedupe.ErrUnavailable) {
+		t.Errorf("Stats on a closed database: %v, want ErrUnavailable", err)
+	}
+}
+
+// TestSweepManyChunks removes more processed events than one transaction
+// takes.
+func TestSweepManyChunks(t *testing.T) {
+	t.Parallel()
+	clock := dedupetest.NewClock(time.Unix(1800000000, 0))
+	s := open(t, clock)
+	const n = 1234
+	fill(t, s, n)
+	if _, err := leaseAndFinish(t.Context(), s, "w", n); err != nil {
+		t.Fatal(err)
+	}
+	clock.Advance(time.Second)
+	res, err := s.Sweep(t.Context(), clock.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Events != n {
+		t.Errorf("swept %d events, want %d", res.Events, n)
+	}
+}
+
+// TestReplayManyIDs replays more listed ids than one statement binds.
+func TestReplayManyIDs(t *testing.T) {
+	t.Parallel()
+	s := open(t, dedupetest.NewClock(time.Unix(1800000000, 0)))
+	const n = 1234
+	ids := fill(t, s, n)
+	if _, err := leaseAndFinish(t.Context(), s, "w", n); err != nil {
+		t.Fatal(err)
+	}
+	done, err := s.Replay(t.Context(), inbox.ReplayFilter{IDs: ids[1:], PageSize: 1000}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if done != n-1 {
+		t.Errorf("replayed %d, want %d", done, n-1)
+	}
+	if e, _ := s.Get(t.Context(), ids[0]); e.Status != inbox.StatusProcessed {
+		t.Errorf("unlisted event %d: %s, want processed", ids[0], e.Status)
+	}
 }

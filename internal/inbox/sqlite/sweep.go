@@ -38,11 +38,16 @@ func (s *Store) Sweep(ctx context.Context, processedBefore time.Time) (inbox.Swe
 	}
 }
 
+// sweepQuery picks processed events older than a cutoff from the partial
+// index events_processed; like leaseQuery it repeats the index's WHERE
+// clause and names the index.
+const sweepQuery = `SELECT id FROM events INDEXED BY events_processed
+	WHERE status = 'processed' AND processed_at < ? LIMIT ?`
+
 // sweepEvents deletes up to idChunk events processed before cutoff, and
 // their deliveries.
 func sweepEvents(ctx context.Context, tx *sql.Tx, cutoff int64) (int, error) {
-	rows, err := tx.QueryContext(ctx, `SELECT id FROM events
-		WHERE status = 'processed' AND processed_at < ? LIMIT ?`, cutoff, idChunk)
+	rows, err := tx.QueryContext(ctx, sweepQuery, cutoff, idChunk)
 	if err != nil {
 		return 0, err
 	}

@@ -1,0 +1,56 @@
+package sqlite
+
+import (
+	"path/filepath"
+	"strings"
+	"testing"
+
+	dsqlite "github.com/hookgate/hookgate/dedupe/sqlite"
+)
+
+// TestQueryPlans checks that the queries that run on every lease, sweep
+// and metrics scrape read their partial index, not the events table: a
+// change to either side that breaks the match would turn them into full
+// scans without failing any other test.
+func TestQueryPlans(t *testing.T) {
+	t.Parallel()
+	db, err := dsqlite.OpenDB(filepath.Join(t.TempDir(), "inbox.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := New(db, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		name, query string
+		args        []any
+		want        string
+	}{
+		{"lease", leaseQuery, []any{"w", 2, 1, 1, 10}, "USING COVERING INDEX events_due"},
+		{"sweep", sweepQuery, []any{1, 10}, "USING COVERING INDEX events_processed"},
+		{"pending", pendingQuery, nil, "USING COVERING INDEX events_due"},
+	}
+	for _, c := range cases {
+		rows, err := db.Query("EXPLAIN QUERY PLAN "+c.query, c.args...)
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		var plan []string
+		for rows.Next() {
+			var (
+				id, parent, unused int
+				detail             string
+			)
+			if err := rows.Scan(&id, &parent, &unused, &detail); err != nil {
+				t.Fatal(err)
+			}
+			plan = append(plan, detail)
+		}
+		rows.Close()
+		text := strings.Join(plan, "\n")
+		if !strings.Contains(text, c.want) || strings.Contains(text, "TEMP B-TREE") {
+			t.Errorf("%s plan:\n%s\nwant %q and no sort", c.name, text, c.want)
+		}
+	}
+}
