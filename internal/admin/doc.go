@@ -1,0 +1,19 @@
+// Package admin is hookgate's admin HTTP API under /api.
+//
+// Every request needs "Authorization: Bearer TOKEN"; [New] refuses to build
+// the API without a token ([ErrNoToken]), so it is never served open. The
+// routes answer JSON:
+//
+//	GET  /api/events?source=&tenant=&status=&limit=&before=   events, newest first
+//	GET  /api/events/{id}                                     one event, with payload and deliveries
+//	GET  /api/dead?source=&tenant=&limit=&before=             dead events, newest first
+//	POST /api/replay                                          put events back to be processed
+//	GET  /api/stats                                           counts, dedupe hit rate, oldest pending
+//
+// A list answers {"events": [...], "next": ID}; "next" is there when the page
+// is full, and passing it as before= gives the next page. A replay takes
+// {"dead", "source", "tenant", "since": "24h", "ids": [...], "redeliver",
+// "all"} and answers {"replayed": N}; like `hookgate replay` it refuses a
+// request that selects nothing unless "all" is true. Errors answer
+// {"error": "..."} with 400, 401, 404, 405, 413 or 500.
+package admin

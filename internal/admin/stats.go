@@ -1,0 +1,65 @@
+package admin
+
+import (
+	"maps"
+	"net/http"
+	"time"
+
+	"github.com/hookgate/hookgate/internal/inbox"
+)
+
+// Stats is the JSON form of [inbox.Stats], as GET /api/stats and
+// `hookgate stats --json` answer it.
+type Stats struct {
+	// Sources holds each source's counts, by name.
+	Sources map[string]SourceStats `json:"sources"`
+	// Pending counts events received or in retry.
+	Pending int `json:"pending"`
+	// OldestPending is when the oldest pending event was received; absent
+	// when none is pending.
+	OldestPending time.Time `json:"oldest_pending,omitzero"`
+	// OldestPendingSeconds is that event's age; 0 when none is pending.
+	OldestPendingSeconds float64 `json:"oldest_pending_seconds"`
+}
+
+// SourceStats are one source's counts.
+type SourceStats struct {
+	// ByStatus counts stored events by status; every status is present.
+	ByStatus map[inbox.Status]int `json:"by_status"`
+	// Accepted and Duplicates count intake outcomes.
+	Accepted   int64 `json:"accepted"`
+	Duplicates int64 `json:"duplicates"`
+	// DedupeHitRate is Duplicates / (Accepted + Duplicates): the share of
+	// deliveries that were repeats; 0 before any.
+	DedupeHitRate float64 `json:"dedupe_hit_rate"`
+}
+
+// NewStats returns the JSON form of s, with ages measured at now.
+func NewStats(s inbox.Stats, now time.Time) Stats {
+	out := Stats{Sources: make(map[string]SourceStats, len(s.Sources)), Pending: s.Pending}
+	if !s.OldestPending.IsZero() {
+		out.OldestPending = s.OldestPending
+		out.OldestPendingSeconds = max(now.Sub(s.OldestPending).Seconds(), 0)
+	}
+	for name, ss := range s.Sources {
+		v := SourceStats{ByStatus: make(map[inbox.Status]int, len(statuses)), Accepted: ss.Accepted, Duplicates: ss.Duplicates}
+		for _, st := range statuses {
+			v.ByStatus[st] = 0
+		}
+		maps.Copy(v.ByStatus, ss.ByStatus)
+		if total := ss.Accepted + ss.Duplicates; total > 0 {
+			v.DedupeHitRate = float64(ss.Duplicates) / float64(total)
+		}
+		out.Sources[name] = v
+	}
+	return out
+}
+
+func (a *api) stats(w http.ResponseWriter, r *http.Request) error {
+	s, err := a.store.Stats(r.Context())
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, NewStats(s, time.Now()))
+	return nil
+}
