@@ -1,6 +1,8 @@
 package inboxtest
 
 import (
+	"fmt"
+	"sync"
 	"time"
 
 	"github.com/hookgate/hookgate/internal/inbox"
@@ -31,6 +33,35 @@ func testDeliveries(b *bundle) {
 	want = inbox.Delivery{EventID: ids[0], Destination: "audit", Status: inbox.DeliveryDelivered, Attempts: 1, Code: 204, At: start}
 	if got := all[ids[0]]["audit"]; !same(got, want) {
 		b.t.Errorf("other destination: %+v, want %+v", got, want)
+	}
+}
+
+func testRecordDeliveryConcurrent(b *bundle) {
+	const (
+		callers = 20
+		each    = 5
+	)
+	ids := b.add(item("a"), item("b"))
+	var wg sync.WaitGroup
+	for c := range callers {
+		wg.Go(func() {
+			for i := range each {
+				for _, id := range ids {
+					d := inbox.Delivery{EventID: id, Destination: "app", Status: inbox.DeliveryFailed, Code: 500, Error: fmt.Sprint(c, "/", i)}
+					if err := b.store.RecordDelivery(b.ctx, d); err != nil {
+						b.t.Error(err)
+						return
+					}
+				}
+			}
+		})
+	}
+	wg.Wait()
+	got := b.deliveries(ids...)
+	for _, id := range ids {
+		if d := got[id]["app"]; d.Attempts != callers*each {
+			b.t.Errorf("event %d: %d attempts recorded by %d concurrent calls", id, d.Attempts, callers*each)
+		}
 	}
 }
 

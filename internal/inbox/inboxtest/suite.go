@@ -55,6 +55,7 @@ func Exercise(t *testing.T, newStore func(t *testing.T, clock *Clock) inbox.Stor
 		{"ApplySeparateEntities", testApplySeparateEntities},
 		{"EntityUnknown", testEntityUnknown},
 		{"Deliveries", testDeliveries},
+		{"RecordDeliveryConcurrent", testRecordDeliveryConcurrent},
 		{"ReplayDeadOnly", testReplayDeadOnly},
 		{"ReplayFilters", testReplayFilters},
 		{"ReplayKeepsApplied", testReplayKeepsApplied},

@@ -50,6 +50,9 @@ type Store struct {
 	// writer admits one of the store's write transactions at a time; see
 	// lock.
 	writer chan struct{}
+	// recorder groups concurrent RecordDelivery calls into one
+	// transaction.
+	recorder recorder
 }
 
 var _ inbox.Store = (*Store)(nil)

@@ -1,0 +1,174 @@
+package sqlite_test
+
+import (
+	"fmt"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/hookgate/hookgate/dedupe"
+	"github.com/hookgate/hookgate/internal/inbox"
+	"github.com/hookgate/hookgate/internal/inbox/sqlite"
+)
+
+// benchStore opens a store on a fresh file.
+func benchStore(b *testing.B) *sqlite.Store {
+	b.Helper()
+	s, err := sqlite.Open(filepath.Join(b.TempDir(), "inbox.db"), sqlite.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { s.Close() })
+	return s
+}
+
+// benchItems returns n events named prefix0..prefixN, each about one of
+// 100 charges, with a payload of a typical webhook's size.
+func benchItems(prefix string, n int) []inbox.Item {
+	payload := make([]byte, 1500)
+	for i := range payload {
+		payload[i] = 'x'
+	}
+	items := make([]inbox.Item, n)
+	for i := range items {
+		key := prefix + strconv.Itoa(i)
+		k := dedupe.Key{Tenant: "acme", Provider: "stripe", ObjectType: "charge", Action: "updated", EventID: key}
+		items[i] = inbox.Item{Event: inbox.Event{
+			Hash: k.Hash(), Scope: k.Scope(), Source: "stripe", Provider: "stripe", Tenant: "acme", EventID: key,
+			EntityType: "charge", EntityID: fmt.Sprint("ch_", i%100), EntityVersion: strconv.Itoa(i),
+			EntityOrder: int64(i), EntityState: []string{"pending", "paid", "refunded"}[i%3],
+			Payload: payload, Headers: map[string]string{"Content-Type": "application/json"},
+		}, Window: 168 * time.Hour}
+	}
+	return items
+}
+
+// prefill accepts n events in batches of 500.
+func prefill(b *testing.B, s *sqlite.Store, prefix string, n int) {
+	b.Helper()
+	items := benchItems(prefix, n)
+	for lo := 0; lo < n; lo += 500 {
+		if _, err := s.Accept(b.Context(), items[lo:min(lo+500, n)]); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkProcessBatch is the store's share of one worker batch of 200
+// events with one destination: Lease, Apply, Deliveries, one
+// RecordDelivery per event from 16 goroutines (the deliveries a worker has
+// in flight), Finish. It reports events/s through the store alone, with
+// one worker.
+func BenchmarkProcessBatch(b *testing.B) {
+	const (
+		batch    = 200
+		inFlight = 16
+	)
+	s := benchStore(b)
+	ctx := b.Context()
+	prefill(b, s, "e", batch*(b.N+1))
+	b.ResetTimer()
+	for range b.N {
+		evs, err := s.Lease(ctx, "w", batch, time.Minute)
+		if err != nil || len(evs) != batch {
+			b.Fatalf("lease: %d events, %v", len(evs), err)
+		}
+		if _, err := s.Apply(ctx, evs); err != nil {
+			b.Fatal(err)
+		}
+		ids := make([]int64, len(evs))
+		results := make([]inbox.Result, len(evs))
+		for i, e := range evs {
+			ids[i] = e.ID
+			results[i] = inbox.Result{ID: e.ID, Status: inbox.StatusProcessed}
+		}
+		if _, err := s.Deliveries(ctx, ids); err != nil {
+			b.Fatal(err)
+		}
+		var wg sync.WaitGroup
+		for g := range inFlight {
+			wg.Go(func() {
+				for j := g; j < len(ids); j += inFlight {
+					d := inbox.Delivery{EventID: ids[j], Destination: "app", Status: inbox.DeliveryDelivered, Code: 204}
+					if err := s.RecordDelivery(ctx, d); err != nil {
+						b.Error(err)
+						return
+					}
+				}
+			})
+		}
+		wg.Wait()
+		if err := s.Finish(ctx, "w", results); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(batch*b.N)/b.Elapsed().Seconds(), "events/s")
+}
+
+// BenchmarkRecordDeliveryParallel records deliveries from many goroutines
+// at once, as the workers' concurrent deliveries do.
+func BenchmarkRecordDeliveryParallel(b *testing.B) {
+	s := benchStore(b)
+	ctx := b.Context()
+	var next atomic.Int64
+	b.SetParallelism(16)
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			d := inbox.Delivery{EventID: next.Add(1), Destination: "app", Status: inbox.DeliveryDelivered, Code: 204}
+			if err := s.RecordDelivery(ctx, d); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "deliveries/s")
+}
+
+// BenchmarkApplyFinish is BenchmarkProcessBatch without deliveries: the
+// work every event costs however many destinations it has.
+func BenchmarkApplyFinish(b *testing.B) {
+	const batch = 200
+	s := benchStore(b)
+	ctx := b.Context()
+	prefill(b, s, "e", batch*(b.N+1))
+	b.ResetTimer()
+	for range b.N {
+		evs, err := s.Lease(ctx, "w", batch, time.Minute)
+		if err != nil || len(evs) != batch {
+			b.Fatalf("lease: %d events, %v", len(evs), err)
+		}
+		if _, err := s.Apply(ctx, evs); err != nil {
+			b.Fatal(err)
+		}
+		results := make([]inbox.Result, len(evs))
+		for i, e := range evs {
+			results[i] = inbox.Result{ID: e.ID, Status: inbox.StatusProcessed}
+		}
+		if err := s.Finish(ctx, "w", results); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(batch*b.N)/b.Elapsed().Seconds(), "events/s")
+}
+
+// BenchmarkAccept500 is intake's transaction over a prefilled inbox: 500
+// new events per Accept.
+func BenchmarkAccept500(b *testing.B) {
+	s := benchStore(b)
+	prefill(b, s, "old", 20000)
+	batches := make([][]inbox.Item, b.N)
+	for i := range batches {
+		batches[i] = benchItems(fmt.Sprint("b", i, "-"), 500)
+	}
+	b.ResetTimer()
+	for i := range b.N {
+		if _, err := s.Accept(b.Context(), batches[i]); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(500*b.N)/b.Elapsed().Seconds(), "events/s")
+}
