@@ -1,0 +1,100 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"golang.org/x/term"
+
+	"github.com/hookgate/hookgate/internal/inbox"
+)
+
+func init() {
+	register("replay", "put events back to be processed (replay --dead | --source S | --id ID ... | --all)", runReplay)
+}
+
+// idFlags collects repeated --id flags.
+type idFlags []int64
+
+func (f *idFlags) String() string {
+	s := make([]string, len(*f))
+	for i, id := range *f {
+		s[i] = strconv.FormatInt(id, 10)
+	}
+	return strings.Join(s, ",")
+}
+
+func (f *idFlags) Set(v string) error {
+	id, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || id < 1 {
+		return fmt.Errorf("%q is not an event id", v)
+	}
+	*f = append(*f, id)
+	return nil
+}
+
+func runReplay(ctx context.Context, args []string, std IO) error {
+	fs := newFlags("replay", std)
+	db := storeFlags(fs)
+	var (
+		f     inbox.ReplayFilter
+		ids   idFlags
+		since time.Duration
+	)
+	fs.BoolVar(&f.Dead, "dead", false, "only dead events")
+	fs.StringVar(&f.Source, "source", "", "only events of this source")
+	fs.StringVar(&f.Tenant, "tenant", "", "only events of this tenant")
+	fs.DurationVar(&since, "since", 0, "only events received within this duration, e.g. 24h")
+	fs.Var(&ids, "id", "only this event (repeatable)")
+	fs.BoolVar(&f.Redeliver, "redeliver", false, "call every destination again, even those that got the event (same webhook-id)")
+	fs.IntVar(&f.PageSize, "page", inbox.DefaultLimit, "events replayed per transaction")
+	all := fs.Bool("all", false, "replay every event when no other flag narrows it")
+	if err := parse(fs, args, false); err != nil {
+		return err
+	}
+	if since < 0 {
+		return usagef("replay: --since must be positive")
+	}
+	if f.PageSize < 1 {
+		return usagef("replay: --page must be positive")
+	}
+	f.IDs = ids
+	if since > 0 {
+		f.Since = time.Now().Add(-since)
+	}
+	if !*all && !f.Dead && f.Source == "" && f.Tenant == "" && since == 0 && len(f.IDs) == 0 {
+		return usagef("replay: no filter: this would replay every event; give --dead, --source, --tenant, --since or --id, or --all to mean it")
+	}
+	store, err := db.open()
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+
+	var progress func(int)
+	live := isTerminal(std.Stdout)
+	if live {
+		progress = func(done int) { fmt.Fprintf(std.Stdout, "\rreplayed %d events", done) }
+	}
+	n, err := store.Replay(ctx, f, progress)
+	if live {
+		io.WriteString(std.Stdout, "\r")
+	}
+	if err != nil {
+		return fmt.Errorf("replay: %w (replayed %d events before the error)", err, n)
+	}
+	fmt.Fprintf(std.Stdout, "replayed %d events\n", n)
+	return nil
+}
+
+// isTerminal reports whether w is a terminal, where a progress line can be
+// redrawn in place.
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd()))
+}
