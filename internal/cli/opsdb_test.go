@@ -20,14 +20,14 @@ var update = flag.Bool("update", false, "rewrite the golden files in testdata")
 // opsDB is an inbox file that the operator commands (replay, dead, sweep,
 // stats) run on, filled through the inbox with a clock the test moves.
 type opsDB struct {
-	t     *testing.T
+	t     testing.TB
 	path  string
 	store *sqlite.Store
 	clock *dedupetest.Clock
 }
 
 // newOpsDB opens a new inbox file whose clock starts at start.
-func newOpsDB(t *testing.T, start time.Time) *opsDB {
+func newOpsDB(t testing.TB, start time.Time) *opsDB {
 	t.Helper()
 	d := &opsDB{t: t, path: filepath.Join(t.TempDir(), "hookgate.db"), clock: dedupetest.NewClock(start)}
 	s, err := sqlite.Open(d.path, sqlite.Options{Now: d.clock.Now})

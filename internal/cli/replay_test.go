@@ -167,3 +167,24 @@ func TestReplayStoreError(t *testing.T) {
 		t.Errorf("replay on a directory = %v, want an error with exit code 1", err)
 	}
 }
+
+// BenchmarkReplay replays every event of a filled inbox through the
+// command, one page per transaction, and reports events/s.
+func BenchmarkReplay(b *testing.B) {
+	const n, batch = 20000, 1000
+	d := newOpsDB(b, time.Now())
+	for lo := 0; lo < n; lo += batch {
+		ids := make([]string, batch)
+		for i := range ids {
+			ids[i] = strconv.Itoa(lo + i)
+		}
+		d.accept("stripe", "acme", ids...)
+	}
+	want := "replayed " + strconv.Itoa(n) + " events\n"
+	for b.Loop() {
+		if out := d.mustRun("replay", "--all", "--page", "500"); out != want {
+			b.Fatalf("replay = %q, want %q", out, want)
+		}
+	}
+	b.ReportMetric(float64(n)*float64(b.N)/b.Elapsed().Seconds(), "events/s")
+}
