@@ -168,10 +168,9 @@ func (a *applier) apply(id int64, r *applyRow) (inbox.Applied, error) {
 		if err != nil {
 			return res, err
 		}
-		switch {
-		case head.found && r.order <= head.order:
+		if head.found && r.order <= head.order {
 			res = inbox.Applied{Outcome: inbox.ApplyStale, From: head.state, To: head.state}
-		default:
+		} else {
 			if _, err := a.upsert.ExecContext(a.ctx, key.tenant, key.typ, key.id, r.version,
 				r.order, r.state, id, a.now); err != nil {
 				return res, err

@@ -172,3 +172,28 @@ func BenchmarkAccept500(b *testing.B) {
 	}
 	b.ReportMetric(float64(500*b.N)/b.Elapsed().Seconds(), "events/s")
 }
+
+// BenchmarkStats reads the stats of an inbox of 20,000 events, half of
+// them processed, as the metrics endpoint does on every scrape.
+func BenchmarkStats(b *testing.B) {
+	s := benchStore(b)
+	ctx := b.Context()
+	prefill(b, s, "e", 20000)
+	evs, err := s.Lease(ctx, "w", 10000, time.Hour)
+	if err != nil {
+		b.Fatal(err)
+	}
+	results := make([]inbox.Result, len(evs))
+	for i, e := range evs {
+		results[i] = inbox.Result{ID: e.ID, Status: inbox.StatusProcessed}
+	}
+	if err := s.Finish(ctx, "w", results); err != nil {
+		b.Fatal(err)
+	}
+	b.ResetTimer()
+	for range b.N {
+		if _, err := s.Stats(ctx); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

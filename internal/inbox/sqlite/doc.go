@@ -1,3 +1,46 @@
 // Package sqlite keeps the inbox in the same SQLite file as the dedupe keys,
 // so one transaction (one fsync) claims, stores and commits a whole batch.
+//
+// # Tables
+//
+// events holds every accepted event with its processing record: status,
+// attempts, when it is due again, who leases it until when, the last
+// error, when it was processed, and the recorded result of applying it
+// (apply_outcome, apply_from, apply_to, apply_transition). entities holds
+// the newest state of each (tenant, type, id); deliveries one row per
+// (event, destination); counters the intake outcomes per source;
+// status_counts the events per source and status, kept by triggers so that
+// [Store.Stats] reads a few rows however many events are kept. All times
+// are Unix nanoseconds. [New] creates what is missing and adds the
+// processing columns to a file written by an intake-only release.
+//
+// Two partial indexes serve processing without costing intake much:
+// events_due holds only pending events (received, or retry), in id order,
+// with the columns [Store.Lease] filters on, so a lease reads the index
+// alone and stops after n; events_processed holds only processed events by
+// processed_at, for [Store.Sweep], and an event enters it when it is
+// finished, not when it is accepted.
+//
+// # Concurrency
+//
+// Every write is one transaction begun with BEGIN IMMEDIATE (see
+// dedupe/sqlite.OpenDB), so SQLite runs them one at a time across
+// connections and processes: a lease selects and marks its events in one
+// statement inside one, and two leasers, in one process or two, never get
+// the same event. Within a process the store's writes also queue on a
+// channel, so goroutines wait their turn without polling the lock.
+//
+// [Store.RecordDelivery] is a group commit: workers record each delivery
+// as soon as it is answered, many at once, and the calls that arrive while
+// one transaction is under way share the next, so recording costs one
+// fsync per group rather than per delivery.
+//
+// # Apply
+//
+// [Store.Apply] runs the version guard for a batch in one transaction, in
+// id order: an event whose entity order is not greater than the stored one
+// is stale and writes nothing to the entity. The result is recorded on the
+// event and returned unchanged by every later Apply of it, so a re-run
+// after a crash or a replay sees the transition it saw the first time,
+// even after the entity moved on.
 package sqlite

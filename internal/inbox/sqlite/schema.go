@@ -65,6 +65,35 @@ CREATE TABLE IF NOT EXISTS counters (
 ) WITHOUT ROWID;
 `
 
+// statusCounts keeps the number of events per source and status, so Stats
+// (which the metrics endpoint reads on every scrape) reads a few rows
+// instead of grouping the whole events table, which holds every event of
+// the retention period. Triggers keep it in step with every insert, status
+// change and delete, whoever makes them.
+const statusCounts = `
+CREATE TABLE status_counts (
+	source TEXT    NOT NULL,
+	status TEXT    NOT NULL,
+	n      INTEGER NOT NULL,
+	PRIMARY KEY (source, status)
+) WITHOUT ROWID;
+INSERT INTO status_counts (source, status, n)
+	SELECT source, status, count(*) FROM events GROUP BY source, status;
+CREATE TRIGGER events_counted AFTER INSERT ON events BEGIN
+	INSERT INTO status_counts (source, status, n) VALUES (NEW.source, NEW.status, 1)
+		ON CONFLICT (source, status) DO UPDATE SET n = n + 1;
+END;
+CREATE TRIGGER events_recounted AFTER UPDATE OF status ON events
+	WHEN OLD.status IS NOT NEW.status BEGIN
+	UPDATE status_counts SET n = n - 1 WHERE source = OLD.source AND status = OLD.status;
+	INSERT INTO status_counts (source, status, n) VALUES (NEW.source, NEW.status, 1)
+		ON CONFLICT (source, status) DO UPDATE SET n = n + 1;
+END;
+CREATE TRIGGER events_uncounted AFTER DELETE ON events BEGIN
+	UPDATE status_counts SET n = n - 1 WHERE source = OLD.source AND status = OLD.status;
+END;
+`
+
 // migrate creates the inbox tables or brings an older file up to date, in
 // one write transaction, so that processes opening one file at once do not
 // both add a column.
@@ -91,6 +120,16 @@ func migrate(ctx context.Context, db *sql.DB) error {
 	}
 	if _, err := tx.ExecContext(ctx, processingSchema); err != nil {
 		return err
+	}
+	var counted int
+	if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM sqlite_schema
+		WHERE type = 'table' AND name = 'status_counts'`).Scan(&counted); err != nil {
+		return err
+	}
+	if counted == 0 {
+		if _, err := tx.ExecContext(ctx, statusCounts); err != nil {
+			return fmt.Errorf("count events by status: %w", err)
+		}
 	}
 	return tx.Commit()
 }

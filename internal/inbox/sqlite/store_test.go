@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -119,6 +120,7 @@ func TestMigrateFirstRelease(t *testing.T) {
 		!e.NextAttemptAt.IsZero() || e.ReceivedAt.Unix() != 1700000000 {
 		t.Errorf("migrated event: %+v", e)
 	}
+	checkCounts(t, s, "after migration")
 	evs, err := s.Lease(t.Context(), "w", 10, time.Minute)
 	if err != nil || len(evs) != 1 || evs[0].Attempts != 1 {
 		t.Fatalf("lease on a migrated file: %v, %v; want the old event with attempts 1", evs, err)
@@ -242,4 +244,89 @@ func TestReplayManyIDs(t *testing.T) {
 	if e, _ := s.Get(t.Context(), ids[0]); e.Status != inbox.StatusProcessed {
 		t.Errorf("unlisted event %d: %s, want processed", ids[0], e.Status)
 	}
+}
+
+// groupedCounts counts the events table by source and status directly.
+func groupedCounts(t *testing.T, db *sql.DB) map[string]map[inbox.Status]int {
+	t.Helper()
+	rows, err := db.Query("SELECT source, status, count(*) FROM events GROUP BY source, status")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	got := map[string]map[inbox.Status]int{}
+	for rows.Next() {
+		var (
+			source, status string
+			n              int
+		)
+		if err := rows.Scan(&source, &status, &n); err != nil {
+			t.Fatal(err)
+		}
+		if got[source] == nil {
+			got[source] = map[inbox.Status]int{}
+		}
+		got[source][inbox.Status(status)] = n
+	}
+	return got
+}
+
+// checkCounts compares Stats' counts by status with the events table.
+func checkCounts(t *testing.T, s *sqlite.Store, when string) {
+	t.Helper()
+	st, err := s.Stats(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := groupedCounts(t, s.DB())
+	got := map[string]map[inbox.Status]int{}
+	for name, ss := range st.Sources {
+		if len(ss.ByStatus) > 0 {
+			got[name] = ss.ByStatus
+		}
+	}
+	if !maps.EqualFunc(got, want, maps.Equal) {
+		t.Errorf("%s: Stats counts %v, the events table %v", when, got, want)
+	}
+}
+
+// TestStatusCountsFollowEvents: the counts Stats reads stay equal to the
+// events table through intake, every kind of finish, replay and sweep.
+func TestStatusCountsFollowEvents(t *testing.T) {
+	t.Parallel()
+	clock := dedupetest.NewClock(time.Unix(1800000000, 0))
+	s := open(t, clock)
+	ctx := t.Context()
+	items := benchItems("e", 30)
+	for i := range items {
+		items[i].Event.Source = []string{"stripe", "github"}[i%2]
+	}
+	if _, err := s.Accept(ctx, items); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Accept(ctx, items[:5]); err != nil {
+		t.Fatal(err)
+	}
+	checkCounts(t, s, "after intake")
+	evs, err := s.Lease(ctx, "w", 20, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	results := make([]inbox.Result, len(evs))
+	for i, e := range evs {
+		results[i] = inbox.Result{ID: e.ID, Status: []inbox.Status{inbox.StatusProcessed, inbox.StatusRetry, inbox.StatusDead}[i%3]}
+	}
+	if err := s.Finish(ctx, "w", results); err != nil {
+		t.Fatal(err)
+	}
+	checkCounts(t, s, "after finish")
+	if _, err := s.Replay(ctx, inbox.ReplayFilter{Dead: true}, nil); err != nil {
+		t.Fatal(err)
+	}
+	checkCounts(t, s, "after replay")
+	clock.Advance(time.Second)
+	if _, err := s.Sweep(ctx, clock.Now()); err != nil {
+		t.Fatal(err)
+	}
+	checkCounts(t, s, "after sweep")
 }
