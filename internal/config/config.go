@@ -36,6 +36,9 @@ const (
 	// DefaultSweepEvery is the period of the sweep of expired keys and
 	// old events.
 	DefaultSweepEvery = Duration(time.Hour)
+	// DefaultLease is how long a worker holds a batch before another may
+	// take it over: the time a crashed worker's events wait.
+	DefaultLease = Duration(time.Minute)
 	// DefaultTimeout is how long one delivery to a destination may take.
 	DefaultTimeout = Duration(10 * time.Second)
 	// DefaultMaxAttempts is how many times an event is offered to a
@@ -96,6 +99,10 @@ type Config struct {
 	Retention Duration `yaml:"retention"`
 	// SweepEvery is the period of the sweep inside `hookgate serve`.
 	SweepEvery Duration `yaml:"sweep_every"`
+	// Lease is how long a worker holds a batch of events before another
+	// worker may take it over; after a crash, its events wait this long.
+	// It must exceed the time a batch takes to deliver.
+	Lease Duration `yaml:"lease"`
 	// Admin configures the admin API; it is off without a token.
 	Admin Admin `yaml:"admin,omitempty"`
 	// Sources are the configured senders, served at POST /in/{name}.
@@ -219,6 +226,7 @@ func Default() Config {
 		Batch:      DefaultBatch,
 		Retention:  DefaultRetention,
 		SweepEvery: DefaultSweepEvery,
+		Lease:      DefaultLease,
 	}
 }
 

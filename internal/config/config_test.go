@@ -240,6 +240,8 @@ func TestParseErrors(t *testing.T) {
 			[]string{"line 1: retention: 0s: must be positive"}, ErrInvalid},
 		{"negative sweep_every", "sweep_every: -1m\n",
 			[]string{"line 1: sweep_every: -1m: must be positive"}, ErrInvalid},
+		{"zero lease", "lease: 0s\n",
+			[]string{"line 1: lease: 0s: must be positive"}, ErrInvalid},
 		{"unknown admin key", "admin:\n  password: env:HOOKGATE_ADMIN_TOKEN\n",
 			[]string{"line 2", "field password not found"}, ErrInvalid},
 		{"admin token unset", "admin:\n  token: env:HOOKGATE_TEST_UNSET\n",

@@ -58,6 +58,7 @@ func ExampleConfig_Redacted() {
 	// batch: 200
 	// retention: 720h
 	// sweep_every: 1h
+	// lease: 1m
 	// sources:
 	//   - name: gh
 	//     provider: github

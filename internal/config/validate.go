@@ -124,6 +124,9 @@ func (c Config) check() []*FieldError {
 	if c.SweepEvery <= 0 {
 		add("sweep_every", "%s: must be positive", c.SweepEvery)
 	}
+	if c.Lease <= 0 {
+		add("lease", "%s: must be positive", c.Lease)
+	}
 	first := map[string]int{}
 	for i, s := range c.Sources {
 		prefix := fmt.Sprintf("sources[%d]", i)
