@@ -28,6 +28,9 @@ type CommitterOptions struct {
 	// Now is the clock the remembered windows are read against; nil means
 	// time.Now. It must agree with the store's clock.
 	Now func() time.Time
+	// Committed, when set, is called after each write that stored new
+	// events (the workers' wake-up). It must not block.
+	Committed func()
 }
 
 // Committer is the group commit in front of an inbox: it collects the
@@ -37,13 +40,14 @@ type CommitterOptions struct {
 // again (single-flight): exactly one copy is New, the others get the
 // first copy's result as Duplicate, or its error.
 type Committer struct {
-	store    Acceptor
-	maxBatch int
-	recent   *recent
-	now      func() time.Time
-	queue    chan *pending
-	stop     chan struct{}
-	done     chan struct{}
+	store     Acceptor
+	maxBatch  int
+	recent    *recent
+	now       func() time.Time
+	committed func()
+	queue     chan *pending
+	stop      chan struct{}
+	done      chan struct{}
 
 	mu       sync.Mutex
 	closed   bool
@@ -71,13 +75,14 @@ func NewCommitter(store Acceptor, opts CommitterOptions) *Committer {
 		maxBatch = DefaultMaxBatch
 	}
 	c := &Committer{
-		store:    store,
-		maxBatch: maxBatch,
-		now:      opts.Now,
-		queue:    make(chan *pending, maxBatch),
-		stop:     make(chan struct{}),
-		done:     make(chan struct{}),
-		inflight: make(map[dedupe.Hash]*pending),
+		store:     store,
+		maxBatch:  maxBatch,
+		now:       opts.Now,
+		committed: opts.Committed,
+		queue:     make(chan *pending, maxBatch),
+		stop:      make(chan struct{}),
+		done:      make(chan struct{}),
+		inflight:  make(map[dedupe.Hash]*pending),
 	}
 	if c.now == nil {
 		c.now = time.Now
@@ -223,6 +228,9 @@ func (c *Committer) write(batch []*pending) {
 		delete(c.inflight, p.item.Event.Hash)
 	}
 	c.mu.Unlock()
+	if err == nil && c.committed != nil {
+		c.committed()
+	}
 	for i, p := range batch {
 		if err != nil {
 			p.err = err
