@@ -1,0 +1,712 @@
+package worker_test
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/hookgate/hookgate/internal/inbox"
+	"github.com/hookgate/hookgate/internal/worker"
+	"github.com/hookgate/hookgate/verify"
+)
+
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m)
+}
+
+func TestProcessedWithOneDelivery(t *testing.T) {
+	t.Parallel()
+	d := newDest(t, nil)
+	dst := destination("app", d, worker.OnEvent, 0)
+	signer, err := verify.NewStandard(secret)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dst.Signer = signer
+	b := setup(t, worker.Source{Name: "shop", Destinations: []worker.Destination{dst}})
+	b.start()
+	ev := event("o1", 1, "paid")
+	ev.Headers = map[string]string{"Content-Type": "application/vnd.shop+json"}
+	ids := b.add(ev)
+
+	if n := b.once(); n != 1 {
+		t.Fatalf("leased %d events, want 1", n)
+	}
+	got := b.wantStatus(ids[0], inbox.StatusProcessed)
+	if got.Applied == nil || !got.Applied.Transition {
+		t.Errorf("applied = %+v, want a transition", got.Applied)
+	}
+	calls := d.Calls()
+	if len(calls) != 1 {
+		t.Fatalf("destination called %d times, want 1", len(calls))
+	}
+	c := calls[0]
+	if c.sigErr != nil {
+		t.Errorf("signature does not verify: %v", c.sigErr)
+	}
+	for name, want := range map[string]string{
+		"webhook-id":            got.Hash.String(),
+		"Content-Type":          "application/vnd.shop+json",
+		"X-Hookgate-Source":     "shop",
+		"X-Hookgate-Tenant":     "acme",
+		"X-Hookgate-Scope":      got.Scope,
+		"X-Hookgate-Event-Id":   got.EventID,
+		"X-Hookgate-Entity":     "order/o1",
+		"X-Hookgate-Transition": "->paid",
+	} {
+		if v := c.header.Get(name); v != want {
+			t.Errorf("%s = %q, want %q", name, v, want)
+		}
+	}
+	if c.body != string(got.Payload) {
+		t.Errorf("body = %q, want the payload %q", c.body, got.Payload)
+	}
+	if n := b.obs.deliveredCount("shop/app/delivered"); n != 1 {
+		t.Errorf("observer saw %d deliveries, want 1", n)
+	}
+	if n := b.once(); n != 0 {
+		t.Errorf("a processed event was leased again (%d)", n)
+	}
+}
+
+func TestContentType(t *testing.T) {
+	t.Parallel()
+	d := newDest(t, nil)
+	b := setup(t, worker.Source{Name: "shop", Destinations: []worker.Destination{destination("app", d, "", 0)}})
+	b.start()
+	xml := event("o1", 1, "a")
+	xml.Payload = []byte("\n <soapenv:Envelope/>")
+	given := event("o2", 1, "a")
+	given.Headers = map[string]string{"Content-Type": "application/x-www-form-urlencoded"}
+	b.add(event("o3", 1, "a"), xml, given)
+	b.once()
+	want := map[string]string{
+		string(xml.Payload):                 "text/xml; charset=utf-8",
+		string(given.Payload):               "application/x-www-form-urlencoded",
+		string(event("o3", 1, "a").Payload): "application/json",
+	}
+	calls := d.Calls()
+	if len(calls) != len(want) {
+		t.Fatalf("%d calls, want %d", len(calls), len(want))
+	}
+	for _, c := range calls {
+		if ct := c.header.Get("Content-Type"); ct != want[c.body] {
+			t.Errorf("payload %q went as %q, want %q", c.body, ct, want[c.body])
+		}
+	}
+}
+
+const orderSchema = `{
+	"$schema": "https://json-schema.org/draft/2020-12/schema",
+	"type": "object",
+	"required": ["order", "state"],
+	"properties": {"order": {"type": "string"}, "state": {"type": "string"}}
+}`
+
+func writeFile(t *testing.T, name, content string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), name)
+	if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func TestSchemaInvalidDiesAloneAndIsNeverDelivered(t *testing.T) {
+	t.Parallel()
+	schema, err := worker.CompileSchema(writeFile(t, "order.json", orderSchema))
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := newDest(t, nil)
+	b := setup(t, worker.Source{Name: "shop", Schema: schema, Destinations: []worker.Destination{destination("app", d, worker.OnEvent, 0)}})
+	b.start()
+	events := make([]inbox.Event, 200)
+	for i := range events {
+		events[i] = event("o"+string(rune('a'+i%26))+strings.Repeat("x", i/26), 1, "new")
+	}
+	events[117].Payload = []byte(`{"order": 117}`)
+	ids := b.add(events...)
+
+	if n := b.once(); n != 200 {
+		t.Fatalf("leased %d, want 200", n)
+	}
+	for i, id := range ids {
+		if i == 117 {
+			continue
+		}
+		b.wantStatus(id, inbox.StatusProcessed)
+	}
+	bad := b.wantStatus(ids[117], inbox.StatusDead)
+	if !strings.Contains(bad.LastError, "/order") || !strings.Contains(bad.LastError, "state") {
+		t.Errorf("dead event's error %q should say what is wrong (order's type, missing state)", bad.LastError)
+	}
+	if bad.Applied != nil {
+		t.Errorf("an invalid event was applied: %+v", bad.Applied)
+	}
+	calls := d.Calls()
+	if len(calls) != 199 {
+		t.Errorf("destination called %d times, want 199", len(calls))
+	}
+	for _, c := range calls {
+		if c.id == bad.Hash.String() {
+			t.Errorf("the invalid event was delivered")
+		}
+	}
+	if n := b.obs.deadCount("shop/invalid"); n != 1 {
+		t.Errorf("observer saw %d invalid deaths, want 1", n)
+	}
+}
+
+func TestNotJSONIsInvalid(t *testing.T) {
+	t.Parallel()
+	schema, err := worker.CompileSchema(writeFile(t, "order.json", orderSchema))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := setup(t, worker.Source{Name: "shop", Schema: schema})
+	b.start()
+	ev := event("o1", 1, "new")
+	ev.Payload = []byte(`{"order":`)
+	ids := b.add(ev)
+	b.once()
+	if got := b.wantStatus(ids[0], inbox.StatusDead); !strings.Contains(got.LastError, "not JSON") {
+		t.Errorf("error = %q, want it to say the payload is not JSON", got.LastError)
+	}
+}
+
+func TestUnknownSourceIsDead(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.start()
+	ids := b.add(event("o1", 1, "new"))
+	b.once()
+	if got := b.wantStatus(ids[0], inbox.StatusDead); !strings.Contains(got.LastError, `"shop" is not configured`) {
+		t.Errorf("error = %q, want it to name the missing source", got.LastError)
+	}
+}
+
+func transitions(calls []call) []string {
+	var out []string
+	for _, c := range calls {
+		out = append(out, c.header.Get("X-Hookgate-Entity")+" "+c.header.Get("X-Hookgate-Transition"))
+	}
+	slices.Sort(out)
+	return out
+}
+
+func TestOnTransitionGetsOnlyTransitions(t *testing.T) {
+	t.Parallel()
+	all, changes := newDest(t, nil), newDest(t, nil)
+	b := setup(t, worker.Source{Name: "shop", Destinations: []worker.Destination{
+		destination("all", all, worker.OnEvent, 0),
+		destination("changes", changes, worker.OnTransition, 0),
+	}})
+	b.start()
+	b.add(event("o1", 1, "pending"), event("o1", 2, "pending"), event("o1", 3, "paid"), event("o2", 1, "new"))
+	b.once()
+
+	want := []string{"order/o1 ->pending", "order/o1 pending->paid", "order/o2 ->new"}
+	if got := transitions(changes.Calls()); !slices.Equal(got, want) {
+		t.Errorf("on:transition got %q, want %q", got, want)
+	}
+	want = []string{"order/o1 ", "order/o1 ->pending", "order/o1 pending->paid", "order/o2 ->new"}
+	if got := transitions(all.Calls()); !slices.Equal(got, want) {
+		t.Errorf("on:event got %q, want %q", got, want)
+	}
+}
+
+func TestStaleEventChangesNothing(t *testing.T) {
+	t.Parallel()
+	all, changes := newDest(t, nil), newDest(t, nil)
+	b := setup(t, worker.Source{Name: "shop", Destinations: []worker.Destination{
+		destination("all", all, worker.OnEvent, 0),
+		destination("changes", changes, worker.OnTransition, 0),
+	}})
+	b.start()
+	b.add(event("o1", 2, "paid"))
+	b.once()
+	ids := b.add(event("o1", 1, "pending"))
+	b.once()
+
+	stale := b.wantStatus(ids[0], inbox.StatusProcessed)
+	if stale.Applied == nil || stale.Applied.Outcome != inbox.ApplyStale || stale.Applied.Transition {
+		t.Errorf("applied = %+v, want stale without transition", stale.Applied)
+	}
+	if got := transitions(changes.Calls()); !slices.Equal(got, []string{"order/o1 ->paid"}) {
+		t.Errorf("on:transition got %q, want only the first event's transition", got)
+	}
+	if n := len(all.Calls()); n != 2 {
+		t.Errorf("on:event destination called %d times, want 2", n)
+	}
+	ent, err := b.store.Entity(context.Background(), "acme", "order", "o1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ent.State != "paid" || ent.Order != 2 {
+		t.Errorf("entity = %+v, want state paid at order 2", ent)
+	}
+}
+
+func TestRetryWithGrowingDelaysThenDeliveredOnce(t *testing.T) {
+	t.Parallel()
+	d := newDest(t, func(n int, _ http.ResponseWriter) int {
+		if n <= 3 {
+			return http.StatusInternalServerError
+		}
+		return http.StatusNoContent
+	})
+	b := setup(t, worker.Source{Name: "shop", Destinations: []worker.Destination{destination("app", d, worker.OnEvent, 0)}})
+	b.start()
+	ids := b.add(event("o1", 1, "paid"))
+
+	// Rand is 0.5, so each delay is half its ceiling: base 1s doubling.
+	for i, want := range []time.Duration{500 * time.Millisecond, time.Second, 2 * time.Second} {
+		now := b.clock.Now()
+		if n := b.once(); n != 1 {
+			t.Fatalf("round %d leased %d, want 1", i+1, n)
+		}
+		ev := b.wantStatus(ids[0], inbox.StatusRetry)
+		if got := ev.NextAttemptAt.Sub(now); got != want {
+			t.Errorf("round %d: next attempt in %v, want %v", i+1, got, want)
+		}
+		if !strings.Contains(ev.LastError, "HTTP 500") {
+			t.Errorf("round %d: error %q, want the HTTP status", i+1, ev.LastError)
+		}
+		b.clock.Set(ev.NextAttemptAt.Add(-time.Millisecond))
+		if n := b.once(); n != 0 {
+			t.Fatalf("round %d: leased %d before the event was due", i+1, n)
+		}
+		b.clock.Set(ev.NextAttemptAt)
+	}
+	b.once()
+	ev := b.wantStatus(ids[0], inbox.StatusProcessed)
+	if ev.Attempts != 4 {
+		t.Errorf("attempts = %d, want 4", ev.Attempts)
+	}
+	calls := d.Calls()
+	if len(calls) != 4 {
+		t.Fatalf("destination called %d times, want 4", len(calls))
+	}
+	for i, c := range calls {
+		if c.id != ev.Hash.String() {
+			t.Errorf("call %d: webhook-id %q, want %q on every retry", i+1, c.id, ev.Hash.String())
+		}
+	}
+	dl, err := b.store.Deliveries(context.Background(), ids)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := dl[ids[0]]["app"]; got.Status != inbox.DeliveryDelivered || got.Attempts != 4 || got.Code != http.StatusNoContent {
+		t.Errorf("delivery record = %+v, want delivered after 4 attempts", got)
+	}
+	if got := b.obs.deliveredCount("shop/app/retry"); got != 3 {
+		t.Errorf("observer saw %d retries, want 3", got)
+	}
+	b.clock.Advance(time.Hour)
+	if n := b.once(); n != 0 {
+		t.Errorf("processed event leased again (%d)", n)
+	}
+}
+
+func TestPermanentStatusIsDead(t *testing.T) {
+	t.Parallel()
+	d := newDest(t, func(int, http.ResponseWriter) int { return http.StatusUnprocessableEntity })
+	b := setup(t, worker.Source{Name: "shop", Destinations: []worker.Destination{destination("app", d, worker.OnEvent, 0)}})
+	b.start()
+	ids := b.add(event("o1", 1, "paid"))
+	b.once()
+	ev := b.wantStatus(ids[0], inbox.StatusDead)
+	if !strings.Contains(ev.LastError, "HTTP 422") || !strings.Contains(ev.LastError, "app") {
+		t.Errorf("error %q should name the destination and status", ev.LastError)
+	}
+	if n := b.obs.deadCount("shop/delivery"); n != 1 {
+		t.Errorf("observer saw %d delivery deaths, want 1", n)
+	}
+	b.clock.Advance(24 * time.Hour)
+	if n := b.once(); n != 0 || len(d.Calls()) != 1 {
+		t.Errorf("dead event retried: leased %d, %d calls", n, len(d.Calls()))
+	}
+}
+
+func TestOutOfAttemptsIsDead(t *testing.T) {
+	t.Parallel()
+	d := newDest(t, status(http.StatusServiceUnavailable))
+	b := setup(t, worker.Source{Name: "shop", Destinations: []worker.Destination{destination("app", d, worker.OnEvent, 3)}})
+	b.start()
+	ids := b.add(event("o1", 1, "paid"))
+	for range 2 {
+		b.once()
+		ev := b.wantStatus(ids[0], inbox.StatusRetry)
+		b.clock.Set(ev.NextAttemptAt)
+	}
+	b.once()
+	ev := b.wantStatus(ids[0], inbox.StatusDead)
+	if !strings.Contains(ev.LastError, "attempt 3 of 3") {
+		t.Errorf("error %q should say the attempts ran out", ev.LastError)
+	}
+	if n := len(d.Calls()); n != 3 {
+		t.Errorf("destination called %d times, want 3", n)
+	}
+	if n := b.obs.deadCount("shop/attempts"); n != 1 {
+		t.Errorf("observer saw %d attempts deaths, want 1", n)
+	}
+}
+
+func TestRetryAfter(t *testing.T) {
+	t.Parallel()
+	limited := func(_ int, w http.ResponseWriter) int {
+		w.Header().Set("Retry-After", "600")
+		return http.StatusTooManyRequests
+	}
+	t.Run("honoured", func(t *testing.T) {
+		t.Parallel()
+		d := newDest(t, limited)
+		b := setup(t, worker.Source{Name: "shop", Destinations: []worker.Destination{destination("app", d, worker.OnEvent, 0)}})
+		b.start()
+		ids := b.add(event("o1", 1, "paid"))
+		b.once()
+		if ev := b.wantStatus(ids[0], inbox.StatusRetry); ev.NextAttemptAt.Sub(start) != 10*time.Minute {
+			t.Errorf("next attempt at +%v, want the destination's Retry-After of 10m", ev.NextAttemptAt.Sub(start))
+		}
+	})
+	t.Run("soonest destination wins", func(t *testing.T) {
+		t.Parallel()
+		slow, failing := newDest(t, limited), newDest(t, status(http.StatusBadGateway))
+		b := setup(t, worker.Source{Name: "shop", Destinations: []worker.Destination{
+			destination("slow", slow, worker.OnEvent, 0),
+			destination("failing", failing, worker.OnEvent, 0),
+		}})
+		b.start()
+		ids := b.add(event("o1", 1, "paid"))
+		b.once()
+		ev := b.wantStatus(ids[0], inbox.StatusRetry)
+		if got := ev.NextAttemptAt.Sub(start); got != 500*time.Millisecond {
+			t.Errorf("next attempt at +%v, want +500ms (the other destination's backoff)", got)
+		}
+		if !strings.Contains(ev.LastError, "HTTP 429") || !strings.Contains(ev.LastError, "HTTP 502") {
+			t.Errorf("error %q should name both failures", ev.LastError)
+		}
+	})
+}
+
+func TestDeliveredDestinationsAreNotCalledAgain(t *testing.T) {
+	t.Parallel()
+	t.Run("after a retry", func(t *testing.T) {
+		t.Parallel()
+		ok := newDest(t, nil)
+		flaky := newDest(t, func(n int, _ http.ResponseWriter) int {
+			if n == 1 {
+				return http.StatusInternalServerError
+			}
+			return http.StatusOK
+		})
+		b := setup(t, worker.Source{Name: "shop", Destinations: []worker.Destination{
+			destination("ok", ok, worker.OnEvent, 0),
+			destination("flaky", flaky, worker.OnEvent, 0),
+		}})
+		b.start()
+		ids := b.add(event("o1", 1, "paid"))
+		b.once()
+		b.clock.Set(b.wantStatus(ids[0], inbox.StatusRetry).NextAttemptAt)
+		b.once()
+		b.wantStatus(ids[0], inbox.StatusProcessed)
+		if len(ok.Calls()) != 1 || len(flaky.Calls()) != 2 {
+			t.Errorf("calls: ok %d (want 1), flaky %d (want 2)", len(ok.Calls()), len(flaky.Calls()))
+		}
+	})
+	t.Run("after a crashed worker's lease expires", func(t *testing.T) {
+		t.Parallel()
+		a, c := newDest(t, nil), newDest(t, nil)
+		b := setup(t, worker.Source{Name: "shop", Destinations: []worker.Destination{
+			destination("a", a, worker.OnEvent, 0),
+			destination("c", c, worker.OnEvent, 0),
+		}})
+		b.start()
+		ids := b.add(event("o1", 1, "paid"))
+		ctx := context.Background()
+		// A worker leases the event, delivers it to a and dies.
+		if evs, err := b.store.Lease(ctx, "crashed", 10, time.Minute); err != nil || len(evs) != 1 {
+			t.Fatalf("lease: %v, %d events", err, len(evs))
+		}
+		if err := b.store.RecordDelivery(ctx, inbox.Delivery{EventID: ids[0], Destination: "a", Status: inbox.DeliveryDelivered, Code: 200, At: start}); err != nil {
+			t.Fatal(err)
+		}
+		if n := b.once(); n != 0 {
+			t.Fatalf("leased %d events another worker holds", n)
+		}
+		b.clock.Advance(time.Minute)
+		if n := b.once(); n != 1 {
+			t.Fatalf("leased %d after the lease expired, want 1", n)
+		}
+		ev := b.wantStatus(ids[0], inbox.StatusProcessed)
+		if len(a.Calls()) != 0 || len(c.Calls()) != 1 {
+			t.Errorf("calls: a %d (want 0, already delivered), c %d (want 1)", len(a.Calls()), len(c.Calls()))
+		}
+		if ev.Attempts != 2 {
+			t.Errorf("attempts = %d, want 2", ev.Attempts)
+		}
+	})
+}
+
+func TestPanicInDeliveryIsRecordedAgainstTheEvent(t *testing.T) {
+	t.Parallel()
+	d := newDest(t, nil)
+	dests := []worker.Destination{destination("app", d, worker.OnEvent, 0)}
+	b := setup(t, worker.Source{Name: "shop", Destinations: dests}, worker.Source{Name: "crm", Destinations: dests})
+	b.obs.panicOn = func(source, _, _ string) bool { return source == "shop" }
+	b.start()
+	other := event("o2", 1, "new")
+	other.Source = "crm"
+	ids := b.add(event("o1", 1, "paid"), other)
+
+	b.once()
+	b.wantStatus(ids[1], inbox.StatusProcessed)
+	ev := b.wantStatus(ids[0], inbox.StatusRetry)
+	if !strings.Contains(ev.LastError, "panic: observer exploded") {
+		t.Errorf("error = %q, want the panic's message", ev.LastError)
+	}
+	b.clock.Set(ev.NextAttemptAt)
+	b.once()
+	b.wantStatus(ids[0], inbox.StatusProcessed)
+	if n := len(d.Calls()); n != 2 {
+		t.Errorf("destination called %d times, want 2 (once per event)", n)
+	}
+}
+
+// failingStore fails or panics in Apply for batches holding event "bad".
+type failingStore struct {
+	inbox.Store
+	panics bool
+	off    atomic.Bool
+}
+
+var errApply = errors.New("constraint failed")
+
+func (s *failingStore) Apply(ctx context.Context, events []inbox.Event) ([]inbox.Applied, error) {
+	if !s.off.Load() && slices.ContainsFunc(events, func(e inbox.Event) bool { return e.EventID == "bad" }) {
+		if s.panics {
+			panic("apply exploded")
+		}
+		return nil, errApply
+	}
+	return s.Store.Apply(ctx, events)
+}
+
+func TestApplyFailureFailsAlone(t *testing.T) {
+	t.Parallel()
+	for _, panics := range []bool{false, true} {
+		name := map[bool]string{false: "error", true: "panic"}[panics]
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			d := newDest(t, nil)
+			b := setup(t, worker.Source{Name: "shop", Destinations: []worker.Destination{destination("app", d, worker.OnEvent, 0)}})
+			fs := &failingStore{Store: b.store, panics: panics}
+			b.opts.Store = fs
+			b.start()
+			bad := event("o2", 1, "new")
+			bad.EventID = "bad"
+			ids := b.add(event("o1", 1, "new"), bad, event("o3", 1, "new"))
+			b.once()
+			b.wantStatus(ids[0], inbox.StatusProcessed)
+			b.wantStatus(ids[2], inbox.StatusProcessed)
+			ev := b.wantStatus(ids[1], inbox.StatusRetry)
+			want := map[bool]string{false: "apply: constraint failed", true: "panic: apply exploded"}[panics]
+			if !strings.Contains(ev.LastError, want) {
+				t.Errorf("error = %q, want %q", ev.LastError, want)
+			}
+			if n := len(d.Calls()); n != 2 {
+				t.Errorf("destination called %d times, want 2", n)
+			}
+			fs.off.Store(true)
+			b.clock.Set(ev.NextAttemptAt)
+			b.once()
+			b.wantStatus(ids[1], inbox.StatusProcessed)
+		})
+	}
+}
+
+func TestPanickingEventDiesWhenOutOfAttempts(t *testing.T) {
+	t.Parallel()
+	d := newDest(t, nil)
+	b := setup(t, worker.Source{Name: "shop", Destinations: []worker.Destination{destination("app", d, worker.OnEvent, 3)}})
+	b.opts.Store = &failingStore{Store: b.store, panics: true}
+	b.start()
+	bad := event("o1", 1, "new")
+	bad.EventID = "bad"
+	ids := b.add(bad)
+	for range 2 {
+		b.once()
+		b.clock.Set(b.wantStatus(ids[0], inbox.StatusRetry).NextAttemptAt)
+	}
+	b.once()
+	ev := b.wantStatus(ids[0], inbox.StatusDead)
+	if !strings.Contains(ev.LastError, "panic: apply exploded") || !strings.Contains(ev.LastError, "attempt 3 of 3") {
+		t.Errorf("error = %q, want the panic and the attempts", ev.LastError)
+	}
+	if n := b.obs.deadCount("shop/panic"); n != 1 {
+		t.Errorf("observer saw %d panic deaths, want 1", n)
+	}
+	if n := len(d.Calls()); n != 0 {
+		t.Errorf("destination called %d times, want 0", n)
+	}
+}
+
+// panickingStore panics in Deliveries, outside any one event.
+type panickingStore struct{ inbox.Store }
+
+func (panickingStore) Deliveries(context.Context, []int64) (map[int64]map[string]inbox.Delivery, error) {
+	panic("deliveries exploded")
+}
+
+func TestPanicOutsideAnEventRetriesTheBatch(t *testing.T) {
+	t.Parallel()
+	d := newDest(t, nil)
+	b := setup(t, worker.Source{Name: "shop", Destinations: []worker.Destination{destination("app", d, worker.OnEvent, 0)}})
+	b.opts.Store = panickingStore{b.store}
+	b.start()
+	ids := b.add(event("o1", 1, "new"), event("o2", 1, "new"))
+	if n := b.once(); n != 2 {
+		t.Fatalf("leased %d, want 2", n)
+	}
+	for _, id := range ids {
+		if ev := b.wantStatus(id, inbox.StatusRetry); !strings.Contains(ev.LastError, "panic: deliveries exploded") {
+			t.Errorf("event %d: error %q, want the panic", id, ev.LastError)
+		}
+	}
+}
+
+func TestRunProcessesAStreamExactlyOnce(t *testing.T) {
+	t.Parallel()
+	const chunks, perChunk = 20, 25
+	const total = chunks * perChunk
+	arrived := func(done chan struct{}) func(int, http.ResponseWriter) int {
+		return func(n int, _ http.ResponseWriter) int {
+			if n == total {
+				close(done)
+			}
+			return http.StatusNoContent
+		}
+	}
+	doneA, doneB := make(chan struct{}), make(chan struct{})
+	a, c := newDest(t, arrived(doneA)), newDest(t, arrived(doneB))
+	b := setup(t, worker.Source{Name: "shop", Destinations: []worker.Destination{
+		destination("a", a, worker.OnEvent, 0),
+		destination("c", c, worker.OnEvent, 0),
+	}})
+	b.opts.Workers, b.opts.Batch = 4, 10
+	// Workers only look again when notified: the stream must wake them.
+	b.opts.Idle = time.Hour
+	p := b.start()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	runErr := make(chan error, 1)
+	go func() { runErr <- p.Run(ctx) }()
+
+	for i := range chunks {
+		events := make([]inbox.Event, perChunk)
+		for j := range events {
+			events[j] = event("o"+strings.Repeat("i", i)+strings.Repeat("j", j), 1, "new")
+		}
+		b.add(events...)
+		p.Notify()
+	}
+	for _, done := range []chan struct{}{doneA, doneB} {
+		select {
+		case <-done:
+		case <-time.After(time.Minute):
+			t.Fatalf("deliveries stalled: a %d, c %d of %d", len(a.Calls()), len(c.Calls()), total)
+		}
+	}
+	cancel()
+	if err := <-runErr; err != nil {
+		t.Fatal(err)
+	}
+	for name, d := range map[string]*dest{"a": a, "c": c} {
+		seen := map[string]bool{}
+		for _, call := range d.Calls() {
+			if seen[call.id] {
+				t.Errorf("%s got %s twice", name, call.id)
+			}
+			seen[call.id] = true
+		}
+		if len(seen) != total {
+			t.Errorf("%s got %d events, want %d", name, len(seen), total)
+		}
+	}
+	st, err := b.store.Stats(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := st.Sources["shop"].ByStatus[inbox.StatusProcessed]; n != total || st.Pending != 0 {
+		t.Errorf("%d processed, %d pending; want %d and 0", n, st.Pending, total)
+	}
+}
+
+func TestShutdownFinishesTheBatch(t *testing.T) {
+	t.Parallel()
+	inFlight, release := make(chan struct{}), make(chan struct{})
+	d := newDest(t, func(int, http.ResponseWriter) int {
+		close(inFlight)
+		<-release
+		return http.StatusNoContent
+	})
+	b := setup(t, worker.Source{Name: "shop", Destinations: []worker.Destination{destination("app", d, worker.OnEvent, 0)}})
+	b.opts.Idle = time.Hour
+	p := b.start()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	runErr := make(chan error, 1)
+	go func() { runErr <- p.Run(ctx) }()
+	ids := b.add(event("o1", 1, "new"))
+	p.Notify()
+	<-inFlight
+	cancel()
+	close(release)
+	if err := <-runErr; err != nil {
+		t.Fatal(err)
+	}
+	b.wantStatus(ids[0], inbox.StatusProcessed)
+}
+
+func TestProcessOnceOnAnEmptyInbox(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.start()
+	if n := b.once(); n != 0 {
+		t.Errorf("leased %d from an empty inbox", n)
+	}
+}
+
+func TestNewWithoutStore(t *testing.T) {
+	t.Parallel()
+	if _, err := worker.New(worker.Options{}); !errors.Is(err, worker.ErrNoStore) {
+		t.Errorf("New without a store: %v, want ErrNoStore", err)
+	}
+}
+
+func TestCompileSchema(t *testing.T) {
+	t.Parallel()
+	good := writeFile(t, "good.json", orderSchema)
+	if _, err := worker.CompileSchema(good); err != nil {
+		t.Errorf("good schema: %v", err)
+	}
+	broken := writeFile(t, "broken.json", `{"type": `)
+	missing := filepath.Join(t.TempDir(), "missing.json")
+	wrong := writeFile(t, "wrong.json", `{"type": "no-such-type"}`)
+	for _, path := range []string{broken, missing, wrong} {
+		_, err := worker.CompileSchema(path)
+		if err == nil || !strings.Contains(err.Error(), path) {
+			t.Errorf("CompileSchema(%s) = %v, want an error naming the file", filepath.Base(path), err)
+		}
+	}
+}
