@@ -7,12 +7,17 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"sync"
 	"time"
 
+	"github.com/hookgate/hookgate/internal/admin"
 	"github.com/hookgate/hookgate/internal/config"
+	"github.com/hookgate/hookgate/internal/deliver"
 	inboxsqlite "github.com/hookgate/hookgate/internal/inbox/sqlite"
 	"github.com/hookgate/hookgate/internal/intake"
+	"github.com/hookgate/hookgate/internal/metrics"
 	"github.com/hookgate/hookgate/internal/source"
+	"github.com/hookgate/hookgate/internal/worker"
 	"github.com/hookgate/hookgate/verify"
 )
 
@@ -20,7 +25,9 @@ import (
 // flight.
 const ShutdownGrace = 30 * time.Second
 
-// Options are what a Server takes beyond its configuration.
+// Options are what a Server takes beyond its configuration. Zero values
+// mean the defaults; the processing knobs exist for tests that cannot wait
+// for production backoffs.
 type Options struct {
 	// Store is the opened inbox; the Server does not close it.
 	Store *inboxsqlite.Store
@@ -28,6 +35,12 @@ type Options struct {
 	Logger *slog.Logger
 	// Now is the clock of verification and processing; nil means time.Now.
 	Now func() time.Time
+	// Idle is how often an idle worker looks for due events (retries).
+	Idle time.Duration
+	// BackoffBase and BackoffMax bound retry delays; Rand draws their
+	// jitter in [0, 1).
+	BackoffBase, BackoffMax time.Duration
+	Rand                    func() float64
 }
 
 // Server is a configured gateway.
@@ -35,17 +48,24 @@ type Server struct {
 	cfg       config.Config
 	store     *inboxsqlite.Store
 	log       *slog.Logger
+	now       func() time.Time
 	sources   []*source.Source
 	committer *intake.Committer
+	pool      *worker.Pool
+	metrics   *metrics.Metrics
 	handler   http.Handler
 }
 
 // New builds a gateway from cfg.
 func New(cfg config.Config, opts Options) (*Server, error) {
-	s := &Server{cfg: cfg, store: opts.Store, log: opts.Logger}
+	s := &Server{cfg: cfg, store: opts.Store, log: opts.Logger, now: opts.Now, metrics: metrics.New()}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
+	if s.now == nil {
+		s.now = time.Now
+	}
+	s.metrics.WatchInbox(s.store.Stats)
 	var vopts []verify.Option
 	if opts.Now != nil {
 		vopts = append(vopts, verify.WithClock(opts.Now))
@@ -57,15 +77,109 @@ func New(cfg config.Config, opts Options) (*Server, error) {
 		}
 		s.sources = append(s.sources, src)
 	}
-	s.committer = intake.NewCommitter(s.store, intake.CommitterOptions{Now: opts.Now})
-	s.handler = intake.NewHandler(intake.Options{
+	wsources, err := workerSources(cfg)
+	if err != nil {
+		return nil, err
+	}
+	s.pool, err = worker.New(worker.Options{
+		Store: s.store, Sources: wsources, Workers: cfg.Workers, Batch: cfg.Batch,
+		Lease: time.Duration(cfg.Lease), Idle: opts.Idle,
+		BackoffBase: opts.BackoffBase, BackoffMax: opts.BackoffMax, Rand: opts.Rand,
+		Now: opts.Now, Logger: s.log, Observer: s.metrics,
+	})
+	if err != nil {
+		return nil, err
+	}
+	s.committer = intake.NewCommitter(s.store, intake.CommitterOptions{Now: opts.Now, Committed: s.pool.Notify})
+	mux := http.NewServeMux()
+	mux.Handle("/", intake.NewHandler(intake.Options{
 		Sources:   s.sources,
 		Committer: s.committer,
 		MaxBody:   int64(cfg.MaxBody),
 		Ready:     func(ctx context.Context) error { return s.store.DB().PingContext(ctx) },
 		Logger:    s.log,
-	})
+		Metrics:   s.metrics,
+	}))
+	mux.Handle("GET /metrics", s.metrics.Handler())
+	if token := cfg.Admin.Token.Value(); token != "" {
+		api, err := admin.New(admin.Options{Store: s.store, Token: token, Logger: s.log})
+		if err != nil {
+			s.committer.Close()
+			return nil, err
+		}
+		mux.Handle("/api/", api)
+	}
+	s.handler = mux
 	return s, nil
+}
+
+// workerSources turns the configured sources into what workers need:
+// compiled schemas and signing destinations.
+func workerSources(cfg config.Config) (map[string]worker.Source, error) {
+	out := make(map[string]worker.Source, len(cfg.Sources))
+	for _, sc := range cfg.Sources {
+		ws := worker.Source{Name: sc.Name}
+		if sc.Schema != "" {
+			schema, err := worker.CompileSchema(sc.Schema)
+			if err != nil {
+				return nil, fmt.Errorf("source %s: %w", sc.Name, err)
+			}
+			ws.Schema = schema
+		}
+		for _, dc := range sc.Destinations {
+			d := worker.Destination{
+				Destination: deliver.Destination{Name: dc.Name, URL: dc.URL, Timeout: time.Duration(dc.Timeout)},
+				On:          dc.On,
+				MaxAttempts: dc.MaxAttempts,
+			}
+			if secret := dc.Secret.Value(); secret != "" {
+				signer, err := verify.NewStandard(secret)
+				if err != nil {
+					return nil, fmt.Errorf("source %s destination %s: %w", sc.Name, dc.Name, err)
+				}
+				d.Signer = signer
+			}
+			ws.Destinations = append(ws.Destinations, d)
+		}
+		out[sc.Name] = ws
+	}
+	return out, nil
+}
+
+// Close stops intake: events submitted before are written and answered,
+// later ones are refused. Serve calls it; a caller that serves Handler
+// itself calls it once its HTTP server is shut down.
+func (s *Server) Close() { s.committer.Close() }
+
+// Run does the gateway's background work until ctx ends: the workers and
+// the periodic sweep. It returns once the workers have finished their
+// batches.
+func (s *Server) Run(ctx context.Context) error {
+	var wg sync.WaitGroup
+	wg.Go(func() { s.sweepEvery(ctx) })
+	err := s.pool.Run(ctx)
+	wg.Wait()
+	return err
+}
+
+// sweepEvery removes expired dedupe keys and processed events older than
+// the retention, once per sweep period.
+func (s *Server) sweepEvery(ctx context.Context) {
+	tick := time.NewTicker(time.Duration(s.cfg.SweepEvery))
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+			res, err := s.store.Sweep(ctx, s.now().Add(-time.Duration(s.cfg.Retention)))
+			if err != nil {
+				s.log.Error("sweep", "err", err)
+				continue
+			}
+			s.log.Info("sweep", "keys", res.Keys, "events", res.Events)
+		}
+	}
 }
 
 // Sources are the configured sources, in configuration order.
@@ -74,10 +188,14 @@ func (s *Server) Sources() []*source.Source { return s.sources }
 // Handler serves every HTTP route of the gateway.
 func (s *Server) Handler() http.Handler { return s.handler }
 
-// Serve serves HTTP on ln until ctx ends, then shuts down gracefully:
-// it stops accepting, answers the requests in flight (their events are
-// written first), and stops the background work.
+// Serve serves HTTP on ln and runs the background work until ctx ends,
+// then shuts down gracefully: it stops accepting, answers the requests in
+// flight (their events are written first), and lets the workers finish
+// their batches.
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
+	workCtx, stopWork := context.WithCancel(context.Background())
+	worked := make(chan error, 1)
+	go func() { worked <- s.Run(workCtx) }()
 	srv := &http.Server{
 		Handler:           s.handler,
 		ReadHeaderTimeout: 10 * time.Second,
@@ -96,9 +214,11 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		err = srv.Shutdown(sctx)
 		cancel()
 	}
-	s.committer.Close()
+	s.Close()
+	stopWork()
+	werr := <-worked
 	if errors.Is(err, http.ErrServerClosed) {
 		err = nil
 	}
-	return err
+	return errors.Join(err, werr)
 }
