@@ -469,4 +469,3 @@ func TestWebhookIDIsEventKey(t *testing.T) {
 		t.Fatalf("webhook-id %q, want the event key %s", got, events[0].Hash)
 	}
 }
-
