@@ -15,6 +15,19 @@
 // "<prefix>-(N-1)", ids an earlier run with the same prefix stored; the
 // earlier run's -json output gives N as "ids".
 //
+// With -rate R the requests of all connections together are paced to R
+// per second: request k of the run is started no earlier than k/R seconds
+// after the start. With -n N the run stops once N requests (warmup
+// included) have completed, or at the end of -d if that comes first.
+//
+// With -stamp each body also carries "sent_ns", the Unix time in
+// nanoseconds at which the request was built just before sending, and the
+// entity fields a processing benchmark selects: event n is about
+// "order":"o-(n mod 100)" at "seq":n with "state" one of pending, paid,
+// shipped, refunded, changing with each successive event of an order. The
+// padding shrinks by what these add, so -size is kept. A redelivery then
+// carries its own send time, so only its body differs from the first send.
+//
 // Requests run for -warmup, then for -d while measured. A request is
 // measured when it completes inside the measured window; rates are those
 // completions divided by the window's length. Latency is the time from

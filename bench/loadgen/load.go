@@ -30,6 +30,15 @@ type config struct {
 	label    string
 	idPrefix string
 	replay   int
+	// stamp puts the send time and entity fields into each body
+	// (stampedBody).
+	stamp bool
+	// rate paces the requests of all connections together to this many
+	// per second; 0 sends as fast as the connections allow.
+	rate float64
+	// count stops the run after this many requests; 0 runs for the
+	// duration.
+	count int
 }
 
 func (c config) check() error {
@@ -53,6 +62,10 @@ func (c config) check() error {
 		return fmt.Errorf("%w: -size %d: want 0 or more", errUsage, c.size)
 	case c.replay < 0:
 		return fmt.Errorf("%w: -replay %d: want 0 or more", errUsage, c.replay)
+	case c.rate < 0:
+		return fmt.Errorf("%w: -rate %g: want 0 or more", errUsage, c.rate)
+	case c.count < 0:
+		return fmt.Errorf("%w: -n %d: want 0 or more", errUsage, c.count)
 	}
 	return nil
 }
@@ -74,10 +87,19 @@ type shared struct {
 	// stored holds the numbers of ids whose first send was answered 202
 	// or 200: the ids that can be redelivered.
 	stored idPool
+	// tickets numbers the requests of the run in the order they are
+	// started: -n and -rate count them.
+	tickets atomic.Uint64
+	// pace spaces the tickets by -rate.
+	pace pacer
+	// stop is closed when the run ends, so that workers waiting for
+	// their turn under -rate return.
+	stop chan struct{}
 }
 
-// load runs cfg: warmup, then the measured duration, then it waits for the
-// requests in flight and sums up what the workers measured.
+// load runs cfg: warmup, then the measured duration (cut short when -n
+// requests have completed), then it waits for the requests in flight and
+// sums up what the workers measured.
 func load(ctx context.Context, cfg config) (*result, error) {
 	if err := cfg.check(); err != nil {
 		return nil, err
@@ -86,7 +108,7 @@ func load(ctx context.Context, cfg config) (*result, error) {
 	if err != nil {
 		return nil, fmt.Errorf("-secret: %w", err)
 	}
-	sh := &shared{cfg: cfg, signer: signer}
+	sh := &shared{cfg: cfg, signer: signer, pace: newPacer(time.Now(), cfg.rate), stop: make(chan struct{})}
 	workers := make([]*worker, cfg.conns)
 	var wg sync.WaitGroup
 	for i := range workers {
@@ -94,29 +116,59 @@ func load(ctx context.Context, cfg config) (*result, error) {
 		workers[i] = w
 		wg.Go(w.loop)
 	}
+	// finished is closed when every worker has returned, which before the
+	// end of the duration happens only when -n requests were sent.
+	finished := make(chan struct{})
+	go func() {
+		wg.Wait()
+		close(finished)
+	}()
 	if cfg.warmup > 0 {
-		wait(ctx, cfg.warmup)
+		wait(ctx, finished, cfg.warmup)
 	}
 	sh.phase.Store(phaseMeasure)
 	start := time.Now()
-	wait(ctx, cfg.duration)
+	wait(ctx, finished, cfg.duration)
 	sh.phase.Store(phaseStop)
 	elapsed := time.Since(start)
-	wg.Wait()
+	close(sh.stop)
+	<-finished
 	for _, w := range workers {
 		w.transport.CloseIdleConnections()
 	}
 	return summarize(cfg.label, elapsed, sh.next.Load(), workers), nil
 }
 
-// wait returns after d or when ctx ends, whichever is first.
-func wait(ctx context.Context, d time.Duration) {
+// wait returns after d, when ctx ends or when done is closed, whichever
+// is first.
+func wait(ctx context.Context, done <-chan struct{}, d time.Duration) {
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
 	case <-t.C:
 	case <-ctx.Done():
+	case <-done:
 	}
+}
+
+// pacer spaces requests evenly: request k (0, 1, ...) of a run is due at
+// start + k/rate. A request that falls behind its time is sent at once, so
+// a receiver slower than the rate sees the connections' full load.
+type pacer struct {
+	start    time.Time
+	interval float64 // nanoseconds between requests; 0: no pacing
+}
+
+func newPacer(start time.Time, rate float64) pacer {
+	if rate <= 0 {
+		return pacer{start: start}
+	}
+	return pacer{start: start, interval: float64(time.Second) / rate}
+}
+
+// due is the time request k may be sent.
+func (p pacer) due(k uint64) time.Time {
+	return p.start.Add(time.Duration(float64(k) * p.interval))
 }
 
 // worker sends one request at a time on its own keep-alive connection.
@@ -145,6 +197,9 @@ func newWorker(sh *shared, n uint64) *worker {
 
 func (w *worker) loop() {
 	for w.sh.phase.Load() != phaseStop {
+		if !w.turn() {
+			return
+		}
 		n, redelivery := w.pick()
 		status, latency, err := w.send(n)
 		if !redelivery && (status == http.StatusAccepted || status == http.StatusOK) {
@@ -153,6 +208,31 @@ func (w *worker) loop() {
 		if w.sh.phase.Load() == phaseMeasure {
 			w.samples.add(redelivery, status, latency, err)
 		}
+	}
+}
+
+// turn takes the next request's ticket and waits until the request is
+// due. It returns false when the run is over: -n requests were started or
+// the run stopped while waiting.
+func (w *worker) turn() bool {
+	k := w.sh.tickets.Add(1) - 1
+	if n := w.sh.cfg.count; n > 0 && k >= uint64(n) {
+		return false
+	}
+	if w.sh.pace.interval == 0 {
+		return true
+	}
+	d := time.Until(w.sh.pace.due(k))
+	if d <= 0 {
+		return true
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-w.sh.stop:
+		return false
 	}
 }
 
@@ -174,7 +254,12 @@ func (w *worker) pick() (n uint64, redelivery bool) {
 // send delivers event n, freshly signed, and reads the whole response.
 func (w *worker) send(n uint64) (status int, latency time.Duration, err error) {
 	id := eventID(w.sh.cfg.idPrefix, n)
-	body := eventBody(id, w.sh.cfg.size)
+	var body []byte
+	if w.sh.cfg.stamp {
+		body = stampedBody(id, n, time.Now(), w.sh.cfg.size)
+	} else {
+		body = eventBody(id, w.sh.cfg.size)
+	}
 	req, err := http.NewRequest(http.MethodPost, w.sh.cfg.url, bytes.NewReader(body))
 	if err != nil {
 		return 0, 0, err
@@ -211,6 +296,38 @@ func eventBody(id string, size int) []byte {
 	b.WriteString(id)
 	b.WriteString(mid)
 	b.WriteString(strings.Repeat("x", pad))
+	b.WriteString(tail)
+	return b.Bytes()
+}
+
+// Entity fields of stamped bodies: event n is about order "o-(n mod
+// stampOrders)", at sequence n, in state stampStates[(n / stampOrders) mod 4],
+// so successive events of an order advance its version and change its state.
+const stampOrders = 100
+
+var stampStates = [...]string{"pending", "paid", "shipped", "refunded"}
+
+// stampedBody is like eventBody with the fields a processing benchmark
+// reads: "sent_ns", the Unix time in nanoseconds of sent, and the entity
+// fields "order", "seq" and "state" of event n. The padding shrinks by
+// what they add, so the size is the same as eventBody's. A redelivery
+// carries the time of its own send.
+func stampedBody(id string, n uint64, sent time.Time, size int) []byte {
+	var b bytes.Buffer
+	b.Grow(size)
+	b.WriteString(`{"type":"bench.event","id":"`)
+	b.WriteString(id)
+	b.WriteString(`","sent_ns":`)
+	b.WriteString(strconv.FormatInt(sent.UnixNano(), 10))
+	b.WriteString(`,"order":"o-`)
+	b.WriteString(strconv.FormatUint(n%stampOrders, 10))
+	b.WriteString(`","seq":`)
+	b.WriteString(strconv.FormatUint(n, 10))
+	b.WriteString(`,"state":"`)
+	b.WriteString(stampStates[n/stampOrders%uint64(len(stampStates))])
+	b.WriteString(`","pad":"`)
+	const tail = `"}`
+	b.WriteString(strings.Repeat("x", max(size-b.Len()-len(tail), 0)))
 	b.WriteString(tail)
 	return b.Bytes()
 }

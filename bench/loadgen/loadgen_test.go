@@ -9,6 +9,7 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -205,6 +206,8 @@ func TestConfigCheck(t *testing.T) {
 		"negative warm": func(c *config) { c.warmup = -time.Second },
 		"no timeout":    func(c *config) { c.timeout = 0 },
 		"negative ids":  func(c *config) { c.replay = -1 },
+		"negative rate": func(c *config) { c.rate = -1 },
+		"negative n":    func(c *config) { c.count = -1 },
 	} {
 		cfg := testConfig("http://127.0.0.1:1/in/app")
 		mod(&cfg)
@@ -329,5 +332,155 @@ func TestLineWithoutDuplicates(t *testing.T) {
 		if !strings.Contains(line, want) {
 			t.Errorf("line %q lacks %q", line, want)
 		}
+	}
+}
+
+// stampedEvent is the JSON of a stamped body.
+type stampedEvent struct {
+	ID     string `json:"id"`
+	SentNs int64  `json:"sent_ns"`
+	Order  string `json:"order"`
+	Seq    uint64 `json:"seq"`
+	State  string `json:"state"`
+}
+
+func TestStampedBody(t *testing.T) {
+	t.Parallel()
+	sent := time.Unix(1700000000, 123456789)
+	for _, size := range []int{0, 60, 512, 4096} {
+		body := stampedBody("app-117", 117, sent, size)
+		var ev stampedEvent
+		if err := json.Unmarshal(body, &ev); err != nil {
+			t.Fatalf("size %d: not JSON: %v", size, err)
+		}
+		want := stampedEvent{ID: "app-117", SentNs: sent.UnixNano(), Order: "o-17", Seq: 117, State: "paid"}
+		if ev != want {
+			t.Errorf("size %d: %+v, want %+v", size, ev, want)
+		}
+		if size >= 512 && len(body) != len(eventBody("app-117", size)) {
+			t.Errorf("size %d: %d bytes, eventBody has %d", size, len(body), len(eventBody("app-117", size)))
+		}
+	}
+	// Successive events of one order advance its sequence and change its
+	// state; events of other orders leave it alone.
+	var prev stampedEvent
+	for i, n := range []uint64{5, 105, 205, 305, 405} {
+		var ev stampedEvent
+		if err := json.Unmarshal(stampedBody("a", n, sent, 256), &ev); err != nil {
+			t.Fatal(err)
+		}
+		if ev.Order != "o-5" {
+			t.Errorf("event %d: order %q, want o-5", n, ev.Order)
+		}
+		if i > 0 && (ev.Seq <= prev.Seq || ev.State == prev.State) {
+			t.Errorf("event %d after %d: seq %d -> %d, state %q -> %q; want a higher seq and another state",
+				n, prev.Seq, prev.Seq, ev.Seq, prev.State, ev.State)
+		}
+		prev = ev
+	}
+}
+
+func TestPacerDue(t *testing.T) {
+	t.Parallel()
+	start := time.Unix(100, 0)
+	p := newPacer(start, 4)
+	for k, want := range []time.Duration{0, 250 * time.Millisecond, 500 * time.Millisecond, 750 * time.Millisecond, time.Second} {
+		if got := p.due(uint64(k)).Sub(start); got != want {
+			t.Errorf("rate 4: request %d due at +%s, want +%s", k, got, want)
+		}
+	}
+	if got := newPacer(start, 0).due(1000); !got.Equal(start) {
+		t.Errorf("rate 0: request 1000 due at %s, want the start", got)
+	}
+}
+
+// bodyServer answers 202 and keeps every body it receives.
+type bodyServer struct {
+	mu     sync.Mutex
+	bodies [][]byte
+}
+
+func (b *bodyServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	body, _ := io.ReadAll(r.Body)
+	b.mu.Lock()
+	b.bodies = append(b.bodies, body)
+	b.mu.Unlock()
+	w.WriteHeader(http.StatusAccepted)
+}
+
+func (b *bodyServer) received() [][]byte {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return slices.Clone(b.bodies)
+}
+
+func newBodyServer(t *testing.T) (*bodyServer, *httptest.Server) {
+	t.Helper()
+	b := &bodyServer{}
+	srv := httptest.NewServer(b)
+	t.Cleanup(srv.Close)
+	return b, srv
+}
+
+func TestLoadCountAndStamp(t *testing.T) {
+	t.Parallel()
+	b, srv := newBodyServer(t)
+	cfg := testConfig(srv.URL)
+	cfg.duration = time.Minute // -n ends the run long before
+	cfg.count = 50
+	cfg.stamp = true
+	before := time.Now()
+	res, err := load(context.Background(), cfg)
+	after := time.Now()
+	if err != nil {
+		t.Fatal(err)
+	}
+	bodies := b.received()
+	if res.Requests != 50 || res.Accepted != 50 || len(bodies) != 50 || res.IDs != 50 {
+		t.Fatalf("requests %d, accepted %d, ids %d, received %d; want 50 each", res.Requests, res.Accepted, res.IDs, len(bodies))
+	}
+	seqs := map[uint64]bool{}
+	for _, body := range bodies {
+		if len(body) != cfg.size {
+			t.Errorf("body of %d bytes, want %d", len(body), cfg.size)
+		}
+		var ev stampedEvent
+		if err := json.Unmarshal(body, &ev); err != nil {
+			t.Fatalf("body %q: %v", body, err)
+		}
+		if ev.SentNs < before.UnixNano() || ev.SentNs > after.UnixNano() {
+			t.Errorf("%s: sent_ns %d outside the run [%d, %d]", ev.ID, ev.SentNs, before.UnixNano(), after.UnixNano())
+		}
+		if ev.ID != eventID("test", ev.Seq) {
+			t.Errorf("id %q carries seq %d", ev.ID, ev.Seq)
+		}
+		seqs[ev.Seq] = true
+	}
+	if len(seqs) != 50 {
+		t.Errorf("%d distinct seqs in 50 new events", len(seqs))
+	}
+}
+
+func TestLoadRate(t *testing.T) {
+	t.Parallel()
+	b, srv := newBodyServer(t)
+	cfg := testConfig(srv.URL)
+	cfg.rate = 40
+	cfg.duration = 250 * time.Millisecond
+	start := time.Now()
+	res, err := load(context.Background(), cfg)
+	elapsed := time.Since(start)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Request k is not started before k/rate, so no more than
+	// rate*elapsed+1 can have been sent; unpaced, 4 connections to a local
+	// server send hundreds in this time.
+	limit := int(cfg.rate*elapsed.Seconds()) + 1
+	if got := len(b.received()); got == 0 || got > limit {
+		t.Errorf("received %d requests in %s at -rate %g, want 1..%d", got, elapsed, cfg.rate, limit)
+	}
+	if res.Requests == 0 {
+		t.Error("no request measured")
 	}
 }
