@@ -1,0 +1,23 @@
+// Command sink is the destination of the processing benchmark
+// (bench/process.sh): a net/http server that hookgate delivers events to.
+// It answers 204 to every delivery and measures what arrives.
+//
+//	sink -listen 127.0.0.1:0
+//
+// Deliveries are POSTs to /hooks/<anything>. The sink counts them and the
+// distinct webhook-id headers among them (deliveries - distinct is the
+// number of repeated deliveries), and notes the times of the first and last.
+// When the body is a JSON object with "sent_ns", the Unix time in
+// nanoseconds at which loadgen -stamp sent the event to the gateway, the
+// delivery's latency is its time of receipt minus that send time: the time
+// from sending to the gateway to delivery at the destination, on the same
+// clock. Deliveries without it count as "unstamped".
+//
+// GET /stats returns the counts as JSON: deliveries, distinct, unstamped,
+// first_at and last_at (RFC 3339, "" before the first delivery), seconds
+// (last_at - first_at), per_s (deliveries / seconds; 0 while seconds is 0)
+// and the latency p50_ms, p99_ms and max_ms over all stamped deliveries. POST /reset clears them. GET /healthz answers 200.
+//
+// It prints "listening on http://ADDR" once it accepts connections and
+// stops on SIGINT or SIGTERM.
+package main
