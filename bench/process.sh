@@ -1,0 +1,247 @@
+#!/usr/bin/env bash
+# Processing benchmark: how many events per second hookgate takes from its
+# SQLite inbox, applies to their entities and delivers to a destination on
+# loopback, and how long an event takes from being sent to the gateway to
+# arriving at the destination.
+#
+# Usage (from anywhere):  bench/process.sh
+#   EVENTS=20000  events sent in the throughput phase   DURATION=10s  steady phase length
+#   WORKERS=4     hookgate workers (batch is 200)       CONNS=64      loadgen connections
+#   SIZE=512      body bytes                            RATE=         steady requests/s
+#                                                       (default: half the throughput measured in phase 1)
+#
+# It builds hookgate, loadgen and sink into bench/out/ and starts the sink
+# (bench/sink) once. Each phase starts `hookgate serve` on a fresh database
+# in a temp directory with this config: workers $WORKERS, batch 200, one
+# standard source `app` with entity {type const:order, id json:order,
+# version json:seq, state json:state} (every event upserts its entity), and
+# one destination, on: event, signed, at the sink. loadgen -stamp sends
+# signed Standard Webhooks events, no redeliveries (-dup 0), whose bodies
+# carry the send time (sent_ns) and the entity fields: 100 orders, seq
+# increasing, the state changing with each event of an order.
+#
+# Phase 1, throughput (intake and processing overlap): loadgen sends exactly
+# $EVENTS new events from $CONNS connections as fast as hookgate accepts them
+# (-n $EVENTS, no warmup) while the workers deliver. The script polls the
+# sink until it has received every accepted event (distinct webhook-ids ==
+# loadgen's 202s). Processing throughput = the sink's deliveries / (time of
+# its last delivery - time of its first). It is not a drain of a full inbox:
+# the workers start on the first events while the rest are still arriving,
+# and the loadgen accept rate is printed beside it. If the two are close,
+# processing kept up with intake and the figure is a lower bound of what the
+# workers can do; "tail" is how long deliveries continued after the last
+# event was accepted (the backlog left at the end of intake).
+#
+# Phase 2, steady load: a fresh hookgate and database, the sink reset, and
+# loadgen -rate $RATE for $DURATION (paced across all connections, no
+# warmup). Once every accepted event has reached the sink, its latency
+# percentiles are those of every delivery: time of receipt at the sink minus
+# the sent_ns loadgen wrote just before sending (one clock, loopback).
+#
+# Output: a summary on stdout; loadgen and sink JSON in bench/out/process/,
+# server output in bench/out/logs/process-{sink,hookgate-*}.log.
+set -euo pipefail
+
+EVENTS=${EVENTS:-20000}
+DURATION=${DURATION:-10s}
+WORKERS=${WORKERS:-4}
+CONNS=${CONNS:-64}
+SIZE=${SIZE:-512}
+RATE=${RATE:-}
+# How long the sink may go without a new delivery before a phase fails.
+STALL_S=30
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+OUT=$ROOT/bench/out
+RESULTS=$OUT/process
+LOGS=$OUT/logs
+TMP=$(mktemp -d "${TMPDIR:-/tmp}/hookgate-process.XXXXXX")
+SINK_PID=
+HOOKGATE_PID=
+SINK=
+BASE=
+URL=
+
+cleanup() {
+	local pid
+	for pid in $HOOKGATE_PID $SINK_PID; do
+		kill -TERM "$pid" 2>/dev/null || true
+		wait "$pid" 2>/dev/null || true
+	done
+	rm -rf "$TMP"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+BENCH_SECRET=whsec_$(head -c 24 /dev/urandom | base64)
+SINK_SECRET=whsec_$(head -c 24 /dev/urandom | base64)
+export BENCH_SECRET SINK_SECRET
+
+# start NAME VAR CMD...: starts CMD in the background with its output in
+# $LOGS/NAME.log, stores its pid in the variable VAR and sets URL once it
+# announced "listening on http://ADDR" and GET /healthz answers.
+start() {
+	local name=$1 var=$2 log=$LOGS/$1.log url pid
+	shift 2
+	"$@" >"$log" 2>&1 &
+	pid=$!
+	printf -v "$var" '%s' "$pid"
+	for _ in $(seq 600); do # 600 polls, 50 ms apart: 30 s
+		if ! kill -0 "$pid" 2>/dev/null; then
+			echo "$name exited before answering; its output:" >&2
+			cat "$log" >&2
+			exit 1
+		fi
+		url=$(grep -o -m1 'listening on http://[^ ]*' "$log" | sed 's/^listening on //' || true)
+		if [[ -n $url ]] && curl -fsS -o /dev/null --max-time 1 "$url/healthz" 2>/dev/null; then
+			URL=$url
+			return
+		fi
+		sleep 0.05
+	done
+	echo "$name did not answer GET /healthz within 30 s; its output:" >&2
+	cat "$log" >&2
+	exit 1
+}
+
+# start_hookgate PHASE: writes the config for a fresh database and starts
+# hookgate; sets BASE.
+start_hookgate() {
+	local dir=$TMP/$1
+	mkdir -p "$dir"
+	cat >"$dir/hookgate.yaml" <<EOF
+listen: 127.0.0.1:0
+database: sqlite:$dir/hookgate.db
+workers: $WORKERS
+batch: 200
+sources:
+  - name: app
+    provider: standard
+    secret: env:BENCH_SECRET
+    entity:
+      type: const:order
+      id: json:order
+      version: json:seq
+      state: json:state
+    destinations:
+      - name: sink
+        url: $SINK/hooks/app
+        secret: env:SINK_SECRET
+        on: event
+        timeout: 10s
+EOF
+	start "process-hookgate-$1" HOOKGATE_PID "$OUT/hookgate" serve --config "$dir/hookgate.yaml" --log-level warn
+	BASE=$URL
+}
+
+stop_hookgate() {
+	if ! kill -0 "$HOOKGATE_PID" 2>/dev/null; then
+		echo "hookgate died; its output: $LOGS/process-hookgate-$1.log" >&2
+		exit 1
+	fi
+	kill -TERM "$HOOKGATE_PID"
+	wait "$HOOKGATE_PID" || echo "hookgate exited with status $? on SIGTERM (see $LOGS/process-hookgate-$1.log)" >&2
+	HOOKGATE_PID=
+}
+
+sink_stats() {
+	curl -fsS --max-time 5 "$SINK/stats"
+}
+
+# wait_delivered N PHASE: polls the sink until it has seen N distinct events;
+# fails when no new delivery arrives for $STALL_S seconds or hookgate dies.
+wait_delivered() {
+	local want=$1 got=-1 last=-1 still=0
+	while :; do
+		got=$(sink_stats | jq .distinct)
+		((got >= want)) && return
+		if ! kill -0 "$HOOKGATE_PID" 2>/dev/null; then
+			echo "hookgate died with $got of $want events delivered; see $LOGS/process-hookgate-$2.log" >&2
+			exit 1
+		fi
+		if ((got == last)); then
+			still=$((still + 1))
+		else
+			still=0 last=$got
+		fi
+		if ((still >= STALL_S * 10)); then
+			echo "no delivery for ${STALL_S}s with $got of $want events delivered; see $LOGS/process-hookgate-$2.log" >&2
+			exit 1
+		fi
+		sleep 0.1
+	done
+}
+
+# loadgen_run LABEL ARGS...: runs a stamped, duplicate-free loadgen against
+# hookgate and saves its JSON as $RESULTS/LABEL-loadgen.json.
+loadgen_run() {
+	local label=$1
+	shift
+	"$OUT/loadgen" -url "$BASE/in/app" -c "$CONNS" -size "$SIZE" -dup 0 -stamp -warmup 0 \
+		-label "$label" -json "$@" >"$RESULTS/$label-loadgen.json"
+}
+
+# check_loadgen LABEL: fails unless every request was answered 202.
+check_loadgen() {
+	local f=$RESULTS/$1-loadgen.json
+	if [[ $(jq '.errors + .other + .duplicates' "$f") != 0 ]]; then
+		echo "$1: not every request was accepted: $(jq -c '{requests, accepted, duplicates, errors, other_statuses}' "$f")" >&2
+		exit 1
+	fi
+}
+
+cd "$ROOT"
+mkdir -p "$OUT" "$LOGS"
+rm -rf "$RESULTS"
+mkdir -p "$RESULTS"
+echo "building into $OUT"
+go build -o "$OUT/hookgate" ./cmd/hookgate
+go build -o "$OUT/loadgen" ./bench/loadgen
+go build -o "$OUT/sink" ./bench/sink
+echo "config: workers $WORKERS, batch 200, entity apply on, 1 destination (on: event) on loopback; loadgen -c $CONNS -size $SIZE -dup 0 -stamp"
+start process-sink SINK_PID "$OUT/sink" -listen 127.0.0.1:0
+SINK=$URL
+
+# Phase 1: throughput.
+start_hookgate throughput
+loadgen_run throughput -n "$EVENTS" -d 1h
+intake_end_ns=$(date +%s%N)
+check_loadgen throughput
+accepted=$(jq .accepted "$RESULTS/throughput-loadgen.json")
+if ((accepted != EVENTS)); then
+	echo "throughput: loadgen got $accepted 202s for $EVENTS events" >&2
+	exit 1
+fi
+wait_delivered "$accepted" throughput
+sink_stats >"$RESULTS/throughput-sink.json"
+stop_hookgate throughput
+last_ns=$(date -d "$(jq -r .last_at "$RESULTS/throughput-sink.json")" +%s%N)
+tail_s=$(jq -n "($last_ns - $intake_end_ns) / 1e9 | if . < 0 then 0 else . end")
+
+if [[ -z $RATE ]]; then
+	RATE=$(jq '.per_s / 2 | floor' "$RESULTS/throughput-sink.json")
+fi
+
+# Phase 2: steady load.
+curl -fsS -X POST --max-time 5 "$SINK/reset"
+start_hookgate steady
+loadgen_run steady -rate "$RATE" -d "$DURATION"
+check_loadgen steady
+steady_accepted=$(jq .accepted "$RESULTS/steady-loadgen.json")
+wait_delivered "$steady_accepted" steady
+sink_stats >"$RESULTS/steady-sink.json"
+stop_hookgate steady
+
+echo
+jq -r --argjson tail "$tail_s" '
+	"phase 1, throughput: \(.[1].distinct) events (\(.[1].deliveries) deliveries, \(.[1].deliveries - .[1].distinct) repeated)",
+	"  loadgen accepted       \(.[0].accepted_per_s | floor) events/s (\(.[0].seconds * 100 | round / 100) s, intake p99 \(.[0].p99_ms * 100 | round / 100) ms)",
+	"  sink delivered         \(.[1].per_s | floor) events/s (first to last delivery: \(.[1].seconds * 100 | round / 100) s)  (target >= 5000)",
+	"  tail after intake end  \($tail * 1000 | round) ms",
+	"  send -> delivery       p50 \(.[1].p50_ms | round) ms, p99 \(.[1].p99_ms | round) ms, max \(.[1].max_ms | round) ms (at full intake speed)"
+' <(jq -s . "$RESULTS/throughput-loadgen.json" "$RESULTS/throughput-sink.json")
+jq -r --arg rate "$RATE" '
+	"phase 2, steady load at -rate \($rate)/s for \(.[0].seconds * 100 | round / 100) s: \(.[1].distinct) events (\(.[1].deliveries) deliveries)",
+	"  loadgen accepted       \(.[0].accepted_per_s | floor) events/s, intake p50 \(.[0].p50_ms * 100 | round / 100) ms, p99 \(.[0].p99_ms * 100 | round / 100) ms",
+	"  send -> delivery       p50 \(.[1].p50_ms * 100 | round / 100) ms, p99 \(.[1].p99_ms * 100 | round / 100) ms, max \(.[1].max_ms * 100 | round / 100) ms"
+' <(jq -s . "$RESULTS/steady-loadgen.json" "$RESULTS/steady-sink.json")
