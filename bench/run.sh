@@ -4,7 +4,9 @@
 # against two reference servers:
 #   bare      net/http that reads the body and answers 202: the ceiling of the HTTP stack
 #   naive     verify + one SQLite transaction and fsync per request (bench/naive)
-#   hookgate  `hookgate serve` with the config below (group commit)
+#   hookgate  `hookgate serve --process=false` with the config below (group commit;
+#             intake only: the workers would compete for the same two cores, and
+#             bench/process.sh measures processing)
 #
 # Usage (from anywhere):  bench/run.sh
 #   DURATION=10s  measured time per loadgen run     WARMUP=2s  unmeasured load first
@@ -146,7 +148,7 @@ sources:
     provider: standard
     secret: env:BENCH_SECRET
 EOF
-		start_server hookgate "$OUT/hookgate" serve --config "$TMP/hookgate.yaml" --log-level warn
+		start_server hookgate "$OUT/hookgate" serve --config "$TMP/hookgate.yaml" --log-level warn --process=false
 		load hookgate -dup "$DUP"
 		replay hookgate
 		stop_server hookgate

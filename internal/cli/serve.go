@@ -28,6 +28,7 @@ func runServe(ctx context.Context, args []string, std IO) error {
 	db := storeFlags(fs)
 	listen := fs.String("listen", "", "listen address (overrides the config's listen)")
 	logLevel := fs.String("log-level", "info", "log level: debug, info, warn, error")
+	process := fs.Bool("process", true, "run the workers; with --process=false events are stored and wait for a serve that processes")
 	if err := parse(fs, args, false); err != nil {
 		return err
 	}
@@ -57,7 +58,7 @@ func runServe(ctx context.Context, args []string, std IO) error {
 		}
 		cfg.Sources = []config.Source{demoSource(demoSecret)}
 	}
-	gw, err := server.New(cfg, server.Options{Store: store, Logger: log})
+	gw, err := server.New(cfg, server.Options{Store: store, Logger: log, IntakeOnly: !*process})
 	if err != nil {
 		return err
 	}

@@ -41,6 +41,10 @@ type Options struct {
 	// jitter in [0, 1).
 	BackoffBase, BackoffMax time.Duration
 	Rand                    func() float64
+	// IntakeOnly keeps the workers stopped: events are accepted and stored
+	// and wait in the inbox for a server that processes (while the
+	// application is down for maintenance, say). The sweep still runs.
+	IntakeOnly bool
 }
 
 // Server is a configured gateway.
@@ -52,13 +56,14 @@ type Server struct {
 	sources   []*source.Source
 	committer *intake.Committer
 	pool      *worker.Pool
+	process   bool
 	metrics   *metrics.Metrics
 	handler   http.Handler
 }
 
 // New builds a gateway from cfg.
 func New(cfg config.Config, opts Options) (*Server, error) {
-	s := &Server{cfg: cfg, store: opts.Store, log: opts.Logger, now: opts.Now, metrics: metrics.New()}
+	s := &Server{cfg: cfg, store: opts.Store, log: opts.Logger, now: opts.Now, metrics: metrics.New(), process: !opts.IntakeOnly}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
@@ -153,11 +158,14 @@ func (s *Server) Close() { s.committer.Close() }
 
 // Run does the gateway's background work until ctx ends: the workers and
 // the periodic sweep. It returns once the workers have finished their
-// batches.
+// batches. With Options.IntakeOnly only the sweep runs.
 func (s *Server) Run(ctx context.Context) error {
 	var wg sync.WaitGroup
 	wg.Go(func() { s.sweepEvery(ctx) })
-	err := s.pool.Run(ctx)
+	var err error
+	if s.process {
+		err = s.pool.Run(ctx)
+	}
 	wg.Wait()
 	return err
 }

@@ -103,7 +103,8 @@ func (c intakeCounts) add(source string, status dedupe.Status) {
 	n[i]++
 }
 
-// save adds the tallies to the counters table in one statement.
+// save adds the tallies to the counters table, and the accepted events to
+// the received count of status_counts, one statement each.
 func (c intakeCounts) save(ctx context.Context, tx *sql.Tx) error {
 	if len(c) == 0 {
 		return nil
@@ -117,5 +118,20 @@ func (c intakeCounts) save(ctx context.Context, tx *sql.Tx) error {
 	_, err := tx.ExecContext(ctx, `INSERT INTO counters (source, accepted, duplicates) VALUES `+
 		strings.Join(tuples, ", ")+` ON CONFLICT (source) DO UPDATE SET
 		accepted = accepted + excluded.accepted, duplicates = duplicates + excluded.duplicates`, args...)
+	if err != nil {
+		return err
+	}
+	tuples, args = tuples[:0], args[:0]
+	for source, n := range c {
+		if n[0] > 0 {
+			tuples = append(tuples, "(?, 'received', ?)")
+			args = append(args, source, n[0])
+		}
+	}
+	if len(tuples) == 0 {
+		return nil
+	}
+	_, err = tx.ExecContext(ctx, `INSERT INTO status_counts (source, status, n) VALUES `+
+		strings.Join(tuples, ", ")+` ON CONFLICT (source, status) DO UPDATE SET n = n + excluded.n`, args...)
 	return err
 }
