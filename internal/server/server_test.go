@@ -120,6 +120,12 @@ type destCfg struct {
 // dest, and its workers, until the test ends.
 func start(t *testing.T, dest *destination, dests ...destCfg) *gateway {
 	t.Helper()
+	return startWith(t, server.Options{}, dest, dests...)
+}
+
+// startWith is start with options (the store and backoff are set here).
+func startWith(t *testing.T, opts server.Options, dest *destination, dests ...destCfg) *gateway {
+	t.Helper()
 	dir := t.TempDir()
 	schema, err := filepath.Abs("testdata/charge-event.json")
 	if err != nil {
@@ -150,8 +156,9 @@ func start(t *testing.T, dest *destination, dests ...destCfg) *gateway {
 	if err != nil {
 		t.Fatal(err)
 	}
-	gw, err := server.New(cfg, server.Options{Store: store, BackoffBase: 20 * time.Millisecond, BackoffMax: 200 * time.Millisecond,
-		Rand: func() float64 { return 1 }})
+	opts.Store, opts.BackoffBase, opts.BackoffMax = store, 20*time.Millisecond, 200*time.Millisecond
+	opts.Rand = func() float64 { return 1 }
+	gw, err := server.New(cfg, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -467,5 +474,26 @@ func TestWebhookIDIsEventKey(t *testing.T) {
 	}
 	if got := dest.deliveries()[0].webhookID; got != events[0].Hash.String() {
 		t.Fatalf("webhook-id %q, want the event key %s", got, events[0].Hash)
+	}
+}
+
+// An intake-only server stores events and leaves them for a server that
+// processes.
+func TestIntakeOnlyLeavesEventsWaiting(t *testing.T) {
+	t.Parallel()
+	dest := newDestination(t)
+	g := startWith(t, server.Options{IntakeOnly: true}, dest)
+	for i := range 5 {
+		if st := g.send(t, charge(fmt.Sprintf("evt_io%d", i), "charge.succeeded", "ch_io", "succeeded", int64(i), false)); st != http.StatusAccepted {
+			t.Fatalf("event %d: %d", i, st)
+		}
+	}
+	// Workers would be woken by the commit and deliver within milliseconds.
+	time.Sleep(300 * time.Millisecond)
+	if n := len(dest.deliveries()); n != 0 {
+		t.Fatalf("an intake-only server delivered %d events", n)
+	}
+	if s := g.statuses(t); s[inbox.StatusReceived] != 5 {
+		t.Fatalf("statuses %v, want 5 received", s)
 	}
 }
