@@ -16,7 +16,14 @@
 // GET /stats returns the counts as JSON: deliveries, distinct, unstamped,
 // first_at and last_at (RFC 3339, "" before the first delivery), seconds
 // (last_at - first_at), per_s (deliveries / seconds; 0 while seconds is 0)
-// and the latency p50_ms, p99_ms and max_ms over all stamped deliveries. POST /reset clears them. GET /healthz answers 200.
+// the latency p50_ms, p99_ms and max_ms over all stamped deliveries, and
+// held, the number of deliveries waiting for a release. POST /reset clears
+// the counts. GET /healthz answers 200.
+//
+// POST /hold makes every delivery wait, unanswered and not yet counted,
+// until POST /release; a held delivery is received when it is released.
+// The benchmark holds deliveries while it fills the gateway's inbox, so
+// that the release starts a drain of a full inbox.
 //
 // It prints "listening on http://ADDR" once it accepts connections and
 // stops on SIGINT or SIGTERM.

@@ -23,7 +23,10 @@ const headerWebhookID = "webhook-id"
 type sink struct {
 	now func() time.Time
 
-	mu          sync.Mutex
+	mu sync.Mutex
+	// gate, when not nil, holds deliveries until it is closed.
+	gate        chan struct{}
+	held        int
 	deliveries  int
 	unstamped   int
 	ids         map[string]struct{}
@@ -47,13 +50,22 @@ func (s *sink) handler() http.Handler {
 		s.reset()
 		w.WriteHeader(http.StatusNoContent)
 	})
+	mux.HandleFunc("POST /hold", func(w http.ResponseWriter, _ *http.Request) {
+		s.hold()
+		w.WriteHeader(http.StatusNoContent)
+	})
+	mux.HandleFunc("POST /release", func(w http.ResponseWriter, _ *http.Request) {
+		s.release()
+		w.WriteHeader(http.StatusNoContent)
+	})
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		w.WriteHeader(http.StatusOK)
 	})
 	return mux
 }
 
-// deliver records one delivery and answers 204.
+// deliver records one delivery and answers 204. While the sink holds, it
+// first waits for the release: the delivery counts as received then.
 func (s *sink) deliver(w http.ResponseWriter, r *http.Request) {
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBody))
 	if err != nil {
@@ -62,6 +74,10 @@ func (s *sink) deliver(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		http.Error(w, "cannot read request body", http.StatusBadRequest)
+		return
+	}
+	if !s.pass(r) {
+		http.Error(w, "request ended while held", http.StatusServiceUnavailable)
 		return
 	}
 	at := s.now()
@@ -85,11 +101,54 @@ func (s *sink) deliver(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusNoContent)
 }
 
+// pass waits while the sink holds deliveries; false if r ended first.
+func (s *sink) pass(r *http.Request) bool {
+	s.mu.Lock()
+	gate := s.gate
+	if gate == nil {
+		s.mu.Unlock()
+		return true
+	}
+	s.held++
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		s.held--
+		s.mu.Unlock()
+	}()
+	select {
+	case <-gate:
+		return true
+	case <-r.Context().Done():
+		return false
+	}
+}
+
+// hold makes deliveries wait until release; holding twice is holding.
+func (s *sink) hold() {
+	s.mu.Lock()
+	if s.gate == nil {
+		s.gate = make(chan struct{})
+	}
+	s.mu.Unlock()
+}
+
+// release lets the held deliveries and all later ones through.
+func (s *sink) release() {
+	s.mu.Lock()
+	if s.gate != nil {
+		close(s.gate)
+		s.gate = nil
+	}
+	s.mu.Unlock()
+}
+
 // stats is the body of GET /stats.
 type stats struct {
 	Deliveries int     `json:"deliveries"`
 	Distinct   int     `json:"distinct"`
 	Unstamped  int     `json:"unstamped"`
+	Held       int     `json:"held"`
 	FirstAt    string  `json:"first_at"`
 	LastAt     string  `json:"last_at"`
 	Seconds    float64 `json:"seconds"`
@@ -101,7 +160,7 @@ type stats struct {
 
 func (s *sink) stats() stats {
 	s.mu.Lock()
-	st := stats{Deliveries: s.deliveries, Distinct: len(s.ids), Unstamped: s.unstamped}
+	st := stats{Deliveries: s.deliveries, Distinct: len(s.ids), Unstamped: s.unstamped, Held: s.held}
 	first, last := s.first, s.last
 	lat := slices.Clone(s.latencies)
 	s.mu.Unlock()

@@ -1,10 +1,12 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -170,5 +172,79 @@ func TestConcurrentDeliveries(t *testing.T) {
 	wg.Wait()
 	if st := getStats(t, h); st.Deliveries != 400 || st.Distinct != 50 || st.Unstamped != 0 || st.MaxMs != 7 {
 		t.Errorf("8 x 50 deliveries of 50 ids: %+v", st)
+	}
+}
+
+// waitHeld waits until n deliveries are held, failing after 10 s.
+func waitHeld(t *testing.T, h http.Handler, n int) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for getStats(t, h).Held != n {
+		if time.Now().After(deadline) {
+			t.Fatalf("held never reached %d", n)
+		}
+		runtime.Gosched()
+	}
+}
+
+func TestHoldAndRelease(t *testing.T) {
+	t.Parallel()
+	h, c := setup(t)
+	for _, path := range []string{"/hold", "/hold"} {
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, path, nil))
+		if rec.Code != http.StatusNoContent {
+			t.Fatalf("POST %s = %d, want 204", path, rec.Code)
+		}
+	}
+	codes := make(chan int, 2)
+	for _, id := range []string{"a", "b"} {
+		go func() { codes <- post(h, "/hooks/app", id, stamped(0)) }()
+	}
+	waitHeld(t, h, 2)
+	if st := getStats(t, h); st.Deliveries != 0 {
+		t.Fatalf("held deliveries counted: %+v", st)
+	}
+	// A held delivery is received at its release.
+	c.set(base.Add(3 * time.Second))
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "/release", nil))
+	if rec.Code != http.StatusNoContent {
+		t.Fatalf("POST /release = %d, want 204", rec.Code)
+	}
+	for range 2 {
+		if code := <-codes; code != http.StatusNoContent {
+			t.Errorf("released delivery = %d, want 204", code)
+		}
+	}
+	if code := post(h, "/hooks/app", "c", stamped(0)); code != http.StatusNoContent {
+		t.Errorf("delivery after release = %d, want 204", code)
+	}
+	st := getStats(t, h)
+	if st.Deliveries != 3 || st.Held != 0 || st.P50Ms != 3000 || st.FirstAt != base.Add(3*time.Second).Format(time.RFC3339Nano) {
+		t.Errorf("after release: %+v, want 3 deliveries received at +3s", st)
+	}
+}
+
+func TestHeldRequestEnds(t *testing.T) {
+	t.Parallel()
+	s := newSink(time.Now)
+	s.hold()
+	ctx, cancel := context.WithCancel(context.Background())
+	req := httptest.NewRequestWithContext(ctx, http.MethodPost, "/hooks/app", strings.NewReader(stamped(0)))
+	rec := httptest.NewRecorder()
+	done := make(chan struct{})
+	go func() {
+		s.handler().ServeHTTP(rec, req)
+		close(done)
+	}()
+	waitHeld(t, s.handler(), 1)
+	cancel()
+	<-done
+	if rec.Code != http.StatusServiceUnavailable {
+		t.Errorf("held request whose context ended = %d, want 503", rec.Code)
+	}
+	if st := s.stats(); st.Deliveries != 0 || st.Held != 0 {
+		t.Errorf("after an abandoned held delivery: %+v, want nothing counted", st)
 	}
 }
