@@ -5,10 +5,10 @@
 # arriving at the destination.
 #
 # Usage (from anywhere):  bench/process.sh
-#   EVENTS=20000  events sent in the throughput phase   DURATION=10s  steady phase length
+#   EVENTS=20000  events sent in phases 1 and 2         DURATION=10s  phase 3 length
 #   WORKERS=4     hookgate workers (batch is 200)       CONNS=64      loadgen connections
-#   SIZE=512      body bytes                            RATE=         steady requests/s
-#                                                       (default: half the throughput measured in phase 1)
+#   SIZE=512      body bytes                            RATE=         phase 3 requests/s
+#                                                       (default: half the delivered/s of phase 2)
 #
 # It builds hookgate, loadgen and sink into bench/out/ and starts the sink
 # (bench/sink) once. Each phase starts `hookgate serve` on a fresh database
@@ -20,7 +20,17 @@
 # carry the send time (sent_ns) and the entity fields: 100 orders, seq
 # increasing, the state changing with each event of an order.
 #
-# Phase 1, throughput (intake and processing overlap): loadgen sends exactly
+# Phase 1, drain of a full inbox: the sink holds every delivery (POST
+# /hold), loadgen sends exactly $EVENTS new events as fast as hookgate accepts
+# them (-n $EVENTS, no warmup), and once loadgen has its 202s (every event is
+# durable in the inbox) the sink is released. The workers' first batches
+# (at most workers x 200 events) were leased during the fill and wait in
+# their deliveries; everything else waits in the inbox. Drain throughput =
+# $EVENTS / (time of the sink's last delivery - time of the release). This
+# phase uses lease 10m and destination timeout 5m, so the fill must end
+# within 5 minutes.
+#
+# Phase 2, throughput with intake and processing overlapping: loadgen sends exactly
 # $EVENTS new events from $CONNS connections as fast as hookgate accepts them
 # (-n $EVENTS, no warmup) while the workers deliver. The script polls the
 # sink until it has received every accepted event (distinct webhook-ids ==
@@ -32,7 +42,7 @@
 # workers can do; "tail" is how long deliveries continued after the last
 # event was accepted (the backlog left at the end of intake).
 #
-# Phase 2, steady load: a fresh hookgate and database, the sink reset, and
+# Phase 3, steady load: a fresh hookgate and database, the sink reset, and
 # loadgen -rate $RATE for $DURATION (paced across all connections, no
 # warmup). Once every accepted event has reached the sink, its latency
 # percentiles are those of every delivery: time of receipt at the sink minus
@@ -104,8 +114,9 @@ start() {
 	exit 1
 }
 
-# start_hookgate PHASE: writes the config for a fresh database and starts
-# hookgate; sets BASE.
+# start_hookgate PHASE [LEASE TIMEOUT]: writes the config for a fresh
+# database, with the given worker lease and destination timeout (default
+# 1m and 10s), and starts hookgate; sets BASE.
 start_hookgate() {
 	local dir=$TMP/$1
 	mkdir -p "$dir"
@@ -114,6 +125,7 @@ listen: 127.0.0.1:0
 database: sqlite:$dir/hookgate.db
 workers: $WORKERS
 batch: 200
+lease: ${2:-1m}
 sources:
   - name: app
     provider: standard
@@ -128,7 +140,7 @@ sources:
         url: $SINK/hooks/app
         secret: env:SINK_SECRET
         on: event
-        timeout: 10s
+        timeout: ${3:-10s}
 EOF
 	start "process-hookgate-$1" HOOKGATE_PID "$OUT/hookgate" serve --config "$dir/hookgate.yaml" --log-level warn
 	BASE=$URL
@@ -202,7 +214,26 @@ echo "config: workers $WORKERS, batch 200, entity apply on, 1 destination (on: e
 start process-sink SINK_PID "$OUT/sink" -listen 127.0.0.1:0
 SINK=$URL
 
-# Phase 1: throughput.
+# Phase 1: drain.
+curl -fsS -X POST --max-time 5 "$SINK/hold"
+start_hookgate drain 10m 5m
+loadgen_run drain -n "$EVENTS" -d 1h
+check_loadgen drain
+if (($(jq .accepted "$RESULTS/drain-loadgen.json") != EVENTS)); then
+	echo "drain: loadgen got $(jq .accepted "$RESULTS/drain-loadgen.json") 202s for $EVENTS events" >&2
+	exit 1
+fi
+held=$(sink_stats | jq .held)
+release_ns=$(date +%s%N)
+curl -fsS -X POST --max-time 5 "$SINK/release"
+wait_delivered "$EVENTS" drain
+sink_stats >"$RESULTS/drain-sink.json"
+stop_hookgate drain
+drain_last_ns=$(date -d "$(jq -r .last_at "$RESULTS/drain-sink.json")" +%s%N)
+drain_s=$(jq -n "($drain_last_ns - $release_ns) / 1e9")
+
+# Phase 2: throughput with intake and processing overlapping.
+curl -fsS -X POST --max-time 5 "$SINK/reset"
 start_hookgate throughput
 loadgen_run throughput -n "$EVENTS" -d 1h
 intake_end_ns=$(date +%s%N)
@@ -222,7 +253,7 @@ if [[ -z $RATE ]]; then
 	RATE=$(jq '.per_s / 2 | floor' "$RESULTS/throughput-sink.json")
 fi
 
-# Phase 2: steady load.
+# Phase 3: steady load.
 curl -fsS -X POST --max-time 5 "$SINK/reset"
 start_hookgate steady
 loadgen_run steady -rate "$RATE" -d "$DURATION"
@@ -233,15 +264,20 @@ sink_stats >"$RESULTS/steady-sink.json"
 stop_hookgate steady
 
 echo
+jq -r --argjson s "$drain_s" --argjson held "$held" '
+	"phase 1, drain of a full inbox: \(.[1].distinct) events (\(.[1].deliveries) deliveries, \(.[1].deliveries - .[1].distinct) repeated; \($held) deliveries held in flight at the release)",
+	"  fill: loadgen accepted \(.[0].accepted_per_s | floor) events/s (\(.[0].seconds * 100 | round / 100) s)",
+	"  drained                \(.[1].deliveries / $s | floor) events/s (release to last delivery: \($s * 100 | round / 100) s)  (target >= 5000)"
+' <(jq -s . "$RESULTS/drain-loadgen.json" "$RESULTS/drain-sink.json")
 jq -r --argjson tail "$tail_s" '
-	"phase 1, throughput: \(.[1].distinct) events (\(.[1].deliveries) deliveries, \(.[1].deliveries - .[1].distinct) repeated)",
+	"phase 2, throughput, intake and processing overlapping: \(.[1].distinct) events (\(.[1].deliveries) deliveries, \(.[1].deliveries - .[1].distinct) repeated)",
 	"  loadgen accepted       \(.[0].accepted_per_s | floor) events/s (\(.[0].seconds * 100 | round / 100) s, intake p99 \(.[0].p99_ms * 100 | round / 100) ms)",
 	"  sink delivered         \(.[1].per_s | floor) events/s (first to last delivery: \(.[1].seconds * 100 | round / 100) s)  (target >= 5000)",
 	"  tail after intake end  \($tail * 1000 | round) ms",
 	"  send -> delivery       p50 \(.[1].p50_ms | round) ms, p99 \(.[1].p99_ms | round) ms, max \(.[1].max_ms | round) ms (at full intake speed)"
 ' <(jq -s . "$RESULTS/throughput-loadgen.json" "$RESULTS/throughput-sink.json")
 jq -r --arg rate "$RATE" '
-	"phase 2, steady load at -rate \($rate)/s for \(.[0].seconds * 100 | round / 100) s: \(.[1].distinct) events (\(.[1].deliveries) deliveries)",
+	"phase 3, steady load at -rate \($rate)/s for \(.[0].seconds * 100 | round / 100) s: \(.[1].distinct) events (\(.[1].deliveries) deliveries)",
 	"  loadgen accepted       \(.[0].accepted_per_s | floor) events/s, intake p50 \(.[0].p50_ms * 100 | round / 100) ms, p99 \(.[0].p99_ms * 100 | round / 100) ms",
 	"  send -> delivery       p50 \(.[1].p50_ms * 100 | round / 100) ms, p99 \(.[1].p99_ms * 100 | round / 100) ms, max \(.[1].max_ms * 100 | round / 100) ms"
 ' <(jq -s . "$RESULTS/steady-loadgen.json" "$RESULTS/steady-sink.json")
