@@ -66,22 +66,46 @@ func runEvents(ctx context.Context, args []string, std IO) error {
 }
 
 func eventsList(ctx context.Context, args []string, std IO) error {
-	fs := newFlags("events list", std)
+	return listEvents(ctx, "events list", args, std, "", listing{
+		header: "ID\tRECEIVED\tSOURCE\tTENANT\tEVENT ID\tSCOPE\tSTATUS",
+		row: func(e inbox.Event) string {
+			return fmt.Sprintf("%d\t%s\t%s\t%s\t%s\t%s\t%s", e.ID, e.ReceivedAt.Format(time.RFC3339),
+				e.Source, e.Tenant, e.EventID, e.Scope, e.Status)
+		},
+		json: func(e inbox.Event) any { return toJSON(e, false) },
+	})
+}
+
+// listing is how a list command prints events: a table, or JSON lines.
+type listing struct {
+	header string
+	row    func(inbox.Event) string
+	json   func(inbox.Event) any
+}
+
+// listEvents runs a list command: the filter flags (--status only when
+// status is not fixed), the store, newest events first.
+func listEvents(ctx context.Context, name string, args []string, std IO, status inbox.Status, l listing) error {
+	fs := newFlags(name, std)
 	db := storeFlags(fs)
-	var f inbox.Filter
-	var status string
+	f := inbox.Filter{Status: status}
 	fs.StringVar(&f.Source, "source", "", "only events of this source")
 	fs.StringVar(&f.Tenant, "tenant", "", "only events of this tenant")
-	fs.StringVar(&status, "status", "", "only events with this status")
+	var statusFlag string
+	if status == "" {
+		fs.StringVar(&statusFlag, "status", "", "only events with this status")
+	}
 	fs.IntVar(&f.Limit, "limit", 50, "at most this many events, newest first")
 	asJSON := fs.Bool("json", false, "print one JSON object per line")
 	if err := parse(fs, args, false); err != nil {
 		return err
 	}
 	if f.Limit <= 0 {
-		return usagef("events list: --limit must be positive")
+		return usagef("%s: --limit must be positive", name)
 	}
-	f.Status = inbox.Status(status)
+	if statusFlag != "" {
+		f.Status = inbox.Status(statusFlag)
+	}
 	store, err := db.open()
 	if err != nil {
 		return err
@@ -94,17 +118,16 @@ func eventsList(ctx context.Context, args []string, std IO) error {
 	if *asJSON {
 		enc := json.NewEncoder(std.Stdout)
 		for _, e := range events {
-			if err := enc.Encode(toJSON(e, false)); err != nil {
+			if err := enc.Encode(l.json(e)); err != nil {
 				return err
 			}
 		}
 		return nil
 	}
 	tw := tabwriter.NewWriter(std.Stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tRECEIVED\tSOURCE\tTENANT\tEVENT ID\tSCOPE\tSTATUS")
+	fmt.Fprintln(tw, l.header)
 	for _, e := range events {
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\n", e.ID, e.ReceivedAt.Format(time.RFC3339),
-			e.Source, e.Tenant, e.EventID, e.Scope, e.Status)
+		fmt.Fprintln(tw, l.row(e))
 	}
 	return tw.Flush()
 }
@@ -115,12 +138,17 @@ func eventsShow(ctx context.Context, args []string, std IO) error {
 	if err := parse(fs, args, true); err != nil {
 		return err
 	}
-	if fs.NArg() != 1 {
+	if fs.NArg() == 0 {
 		return usagef("events show: want exactly one event ID")
 	}
-	id, err := strconv.ParseInt(fs.Arg(0), 10, 64)
+	arg := fs.Arg(0)
+	// Flags may follow the ID too: events show 5 --config F.
+	if err := parse(fs, fs.Args()[1:], false); err != nil {
+		return err
+	}
+	id, err := strconv.ParseInt(arg, 10, 64)
 	if err != nil {
-		return usagef("events show: event ID %q is not a number", fs.Arg(0))
+		return usagef("events show: event ID %q is not a number", arg)
 	}
 	store, err := db.open()
 	if err != nil {
