@@ -49,7 +49,6 @@ func runSign(ctx context.Context, args []string, std IO) error {
 	sc.Token = config.NewSecret(*token)
 	if sc.Provider == config.ProviderHMAC {
 		sc.Signature = &sig
-		sc.Key = []string{"const:unused"}
 	}
 	if *target == "" {
 		*target = "http://127.0.0.1:8080/in/" + sc.Provider
@@ -62,7 +61,7 @@ func runSign(ctx context.Context, args []string, std IO) error {
 	if err != nil {
 		return fmt.Errorf("sign: reading the body from stdin: %w", err)
 	}
-	src, err := source.New(sc, config.Default().Dedupe)
+	signer, err := source.NewSigner(sc)
 	if err != nil {
 		return fmt.Errorf("sign: %w", err)
 	}
@@ -78,7 +77,7 @@ func runSign(ctx context.Context, args []string, std IO) error {
 		}
 		req.Header.Set(strings.TrimSpace(name), strings.TrimSpace(value))
 	}
-	if err := src.Signer().Sign(req, body); err != nil {
+	if err := signer.Sign(req, body); err != nil {
 		return fmt.Errorf("sign: %w", err)
 	}
 	for _, name := range sortedHeaders(req.Header) {

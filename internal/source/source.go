@@ -248,6 +248,17 @@ func (s *Source) Signer() verify.Signer {
 	return s.verifier
 }
 
+// NewSigner returns the signer of cfg's provider alone, for signing test
+// deliveries: unlike New it needs only what the signature needs (the
+// secret, token, organization or signature header), not the key selectors.
+func NewSigner(cfg config.Source, opts ...verify.Option) (verify.Signer, error) {
+	v, err := newVerifier(cfg, opts)
+	if err != nil {
+		return nil, fmt.Errorf("source %q: %w", cfg.Name, err)
+	}
+	return v, nil
+}
+
 // Events splits the body into events and keys each one. pathTenant is the
 // URL's tenant segment ("" when absent). Every error is a [*RequestError];
 // on error no events are returned.
