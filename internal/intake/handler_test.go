@@ -59,7 +59,7 @@ type bundle struct {
 }
 
 // setup serves the intake handler over a real socket on a fresh database.
-func setup(t *testing.T, maxBody int64) *bundle {
+func setup(t testing.TB, maxBody int64) *bundle {
 	t.Helper()
 	store, err := inboxsqlite.Open(t.TempDir()+"/hookgate.db", inboxsqlite.Options{})
 	if err != nil {
@@ -88,7 +88,7 @@ func setup(t *testing.T, maxBody int64) *bundle {
 
 // signedRequest builds a request for src signed by signer (the source's own
 // signer unless one is given).
-func (b *bundle) request(t *testing.T, path string, signer verify.Signer, body []byte, header map[string]string) *http.Request {
+func (b *bundle) request(t testing.TB, path string, signer verify.Signer, body []byte, header map[string]string) *http.Request {
 	t.Helper()
 	req, err := http.NewRequest(http.MethodPost, b.url+path, bytes.NewReader(body))
 	if err != nil {
@@ -110,7 +110,7 @@ func (b *bundle) post(t *testing.T, src, path string, body []byte, header map[st
 	return do(t, b.request(t, path, b.sources[src].Signer(), body, header))
 }
 
-func do(t *testing.T, req *http.Request) (int, intake.Response) {
+func do(t testing.TB, req *http.Request) (int, intake.Response) {
 	t.Helper()
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
