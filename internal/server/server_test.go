@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -27,6 +28,7 @@ func TestMain(m *testing.M) {
 }
 
 const (
+	adminToken   = "admin-token-e2e"
 	stripeSecret = "whsec_stripe_e2e"
 	appSecret    = "whsec_YXBwLXNpZ25pbmctc2VjcmV0LWZvci10ZXN0cw=="
 )
@@ -148,6 +150,7 @@ func startWith(t *testing.T, opts server.Options, dest *destination, dests ...de
 	}
 	cfg := config.Default()
 	cfg.Workers = 2
+	cfg.Admin.Token = config.NewSecret(adminToken)
 	cfg.Sources = []config.Source{{
 		Name: "stripe", Provider: config.ProviderStripe, Secret: config.NewSecret(stripeSecret),
 		Schema: schema, Destinations: ds, Window: config.Duration(time.Hour),
@@ -495,5 +498,50 @@ func TestIntakeOnlyLeavesEventsWaiting(t *testing.T) {
 	}
 	if s := g.statuses(t); s[inbox.StatusReceived] != 5 {
 		t.Fatalf("statuses %v, want 5 received", s)
+	}
+}
+
+// The admin API and the metrics are served beside intake.
+func TestAdminAndMetrics(t *testing.T) {
+	t.Parallel()
+	dest := newDestination(t)
+	g := start(t, dest)
+	g.send(t, charge("evt_adm", "charge.succeeded", "ch_adm", "succeeded", 100, false))
+	g.waitSettled(t, 1, 0)
+	get := func(path, token string) (int, string) {
+		t.Helper()
+		req, err := http.NewRequest(http.MethodGet, g.url+path, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if token != "" {
+			req.Header.Set("Authorization", "Bearer "+token)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(body)
+	}
+	if st, _ := get("/api/stats", ""); st != http.StatusUnauthorized {
+		t.Fatalf("admin API without a token: %d, want 401", st)
+	}
+	if st, _ := get("/api/stats", "wrong"); st != http.StatusUnauthorized {
+		t.Fatalf("admin API with a wrong token: %d, want 401", st)
+	}
+	if st, body := get("/api/events", adminToken); st != http.StatusOK || !strings.Contains(body, "evt_adm") {
+		t.Fatalf("GET /api/events: %d %s", st, body)
+	}
+	st, body := get("/metrics", "")
+	for _, want := range []string{
+		`hookgate_events_received_total{outcome="accepted",source="stripe"} 1`,
+		`hookgate_deliveries_total{destination="app",outcome="delivered",source="stripe"} 1`,
+		`hookgate_inbox_pending 0`,
+	} {
+		if st != http.StatusOK || !strings.Contains(body, want) {
+			t.Errorf("/metrics lacks %s", want)
+		}
 	}
 }
