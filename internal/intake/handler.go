@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/hookgate/hookgate/dedupe"
 	"github.com/hookgate/hookgate/internal/inbox"
 	"github.com/hookgate/hookgate/internal/metrics"
@@ -46,7 +48,14 @@ type Handler struct {
 	ready     func(context.Context) error
 	log       *slog.Logger
 	metrics   *metrics.Metrics
+	received  map[string]*receivedCounters
 	mux       *http.ServeMux
+}
+
+// receivedCounters are one source's hookgate_events_received_total
+// series, resolved once so that a request does not look up its labels.
+type receivedCounters struct {
+	accepted, duplicate, unauthenticated, invalid, storeError prometheus.Counter
 }
 
 // NewHandler builds the intake handler.
@@ -69,8 +78,17 @@ func NewHandler(opts Options) *Handler {
 	if h.log == nil {
 		h.log = slog.New(slog.DiscardHandler)
 	}
+	h.received = make(map[string]*receivedCounters, len(opts.Sources))
 	for _, s := range opts.Sources {
 		h.sources[s.Name] = s
+		c := h.metrics.Received.MustCurryWith(prometheus.Labels{"source": s.Name})
+		h.received[s.Name] = &receivedCounters{
+			accepted:        c.WithLabelValues(metrics.ReceivedAccepted),
+			duplicate:       c.WithLabelValues(metrics.ReceivedDuplicate),
+			unauthenticated: c.WithLabelValues(metrics.ReceivedUnauthenticated),
+			invalid:         c.WithLabelValues(metrics.ReceivedInvalid),
+			storeError:      c.WithLabelValues(metrics.ReceivedStoreError),
+		}
 	}
 	h.mux.HandleFunc("POST /in/{source}", h.intake)
 	h.mux.HandleFunc("POST /in/{source}/{tenant}", h.intake)
@@ -141,14 +159,16 @@ func (h *Handler) intake(w http.ResponseWriter, r *http.Request) {
 	}
 	writeResponse(w, src, status, resp)
 	if src != nil {
-		h.count(name, status, resp)
+		h.received[name].count(status, resp)
 	}
-	h.log.Debug("intake", "source", name, "status", status, "events", len(resp.Events),
-		"err", errString(err), "duration", time.Since(start))
+	if h.log.Enabled(r.Context(), slog.LevelDebug) {
+		h.log.Debug("intake", "source", name, "status", status, "events", len(resp.Events),
+			"err", errString(err), "duration", time.Since(start))
+	}
 }
 
-// count records the outcome of one request in the metrics.
-func (h *Handler) count(source string, status int, resp Response) {
+// count records the outcome of one request.
+func (c *receivedCounters) count(status int, resp Response) {
 	switch status {
 	case http.StatusAccepted, http.StatusOK:
 		var accepted, duplicate float64
@@ -160,17 +180,17 @@ func (h *Handler) count(source string, status int, resp Response) {
 			}
 		}
 		if accepted > 0 {
-			h.metrics.Received.WithLabelValues(source, metrics.ReceivedAccepted).Add(accepted)
+			c.accepted.Add(accepted)
 		}
 		if duplicate > 0 {
-			h.metrics.Received.WithLabelValues(source, metrics.ReceivedDuplicate).Add(duplicate)
+			c.duplicate.Add(duplicate)
 		}
 	case http.StatusUnauthorized:
-		h.metrics.Received.WithLabelValues(source, metrics.ReceivedUnauthenticated).Inc()
+		c.unauthenticated.Inc()
 	case http.StatusBadRequest, http.StatusRequestEntityTooLarge:
-		h.metrics.Received.WithLabelValues(source, metrics.ReceivedInvalid).Inc()
+		c.invalid.Inc()
 	case http.StatusServiceUnavailable:
-		h.metrics.Received.WithLabelValues(source, metrics.ReceivedStoreError).Inc()
+		c.storeError.Inc()
 	}
 }
 
