@@ -1,37 +1,21 @@
 package sqlite_test
 
 import (
-	"bufio"
-	"bytes"
 	"encoding/json"
-	"fmt"
-	"io"
 	"math/rand/v2"
-	"os"
-	"os/exec"
 	"path/filepath"
-	"strconv"
 	"sync"
 	"testing"
 
 	"github.com/hookgate/hookgate/dedupe"
 	"github.com/hookgate/hookgate/dedupe/sqlite"
-)
-
-// The parent test re-executes the test binary as racer processes; these
-// variables tell a racer where the database is, where to write what it saw
-// and which racer it is.
-const (
-	racerDBEnv  = "HOOKGATE_SQLITE_RACER_DB"
-	racerOutEnv = "HOOKGATE_SQLITE_RACER_OUT"
-	racerIDEnv  = "HOOKGATE_SQLITE_RACER_ID"
+	"github.com/hookgate/hookgate/internal/testproc"
 )
 
 const (
 	racers          = 3
 	racerGoroutines = 4
 	racedKeys       = 64
-	racerReady      = "racer ready"
 )
 
 // claimSeen is one claim result a racer reports to the parent.
@@ -51,67 +35,21 @@ func committed(h dedupe.Hash) bool {
 // OS processes on one database file, each with several goroutines: every
 // key must be New exactly once across all of them.
 func TestClaimRaceAcrossProcesses(t *testing.T) {
-	if path := os.Getenv(racerDBEnv); path != "" {
-		runRacer(t, path, os.Getenv(racerOutEnv), os.Getenv(racerIDEnv))
+	if c, ok := testproc.AsChild(t); ok {
+		runRacer(t, c)
 		return
 	}
 	t.Parallel()
-	dir := t.TempDir()
-	path := filepath.Join(dir, "race.db")
+	path := filepath.Join(t.TempDir(), "race.db")
 	s, err := sqlite.Open(path, sqlite.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer s.Close()
 
-	type racer struct {
-		cmd    *exec.Cmd
-		out    string
-		stdin  io.WriteCloser
-		stdout *bufio.Reader
-		logs   bytes.Buffer
-	}
-	rs := make([]*racer, racers)
-	for i := range rs {
-		r := &racer{out: filepath.Join(dir, fmt.Sprintf("racer%d.json", i))}
-		r.cmd = exec.CommandContext(t.Context(), os.Args[0], "-test.run=^TestClaimRaceAcrossProcesses$", "-test.count=1")
-		r.cmd.Env = append(os.Environ(), racerDBEnv+"="+path, racerOutEnv+"="+r.out, racerIDEnv+"="+strconv.Itoa(i))
-		r.cmd.Stderr = &r.logs
-		if r.stdin, err = r.cmd.StdinPipe(); err != nil {
-			t.Fatal(err)
-		}
-		stdout, err := r.cmd.StdoutPipe()
-		if err != nil {
-			t.Fatal(err)
-		}
-		r.stdout = bufio.NewReader(stdout)
-		if err := r.cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		rs[i] = r
-	}
-	// Release the racers together once all have opened the database.
-	for i, r := range rs {
-		line, err := r.stdout.ReadString('\n')
-		if line != racerReady+"\n" {
-			rest, _ := io.ReadAll(r.stdout)
-			t.Fatalf("racer %d: first line %q (%v), want %q; output:\n%s%s\n%s", i, line, err, racerReady, line, rest, r.logs.String())
-		}
-	}
-	for _, r := range rs {
-		r.stdin.Close()
-	}
-
+	reports := testproc.Run(t, racers, path)
 	news := map[dedupe.Hash]dedupe.Token{}
-	for i, r := range rs {
-		rest, _ := io.ReadAll(r.stdout)
-		if err := r.cmd.Wait(); err != nil {
-			t.Fatalf("racer %d: %v; output:\n%s\n%s", i, err, rest, r.logs.String())
-		}
-		data, err := os.ReadFile(r.out)
-		if err != nil {
-			t.Fatal(err)
-		}
+	for i, data := range reports {
 		var seen []claimSeen
 		if err := json.Unmarshal(data, &seen); err != nil {
 			t.Fatal(err)
@@ -150,23 +88,17 @@ func TestClaimRaceAcrossProcesses(t *testing.T) {
 	}
 }
 
-// runRacer is the body of one racer process: it opens the database, says it
-// is ready, waits for the parent to close its stdin, then claims every key
-// from several goroutines in batches of random size and random order.
-func runRacer(t *testing.T, path, out, id string) {
-	s, err := sqlite.Open(path, sqlite.Options{})
+// runRacer is the body of one racer process: it opens the database, waits
+// to be released with the others, then claims every key from several
+// goroutines in batches of random size and random order.
+func runRacer(t *testing.T, c *testproc.Child) {
+	s, err := sqlite.Open(c.Arg, sqlite.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	fmt.Println(racerReady)
-	if _, err := io.Copy(io.Discard, os.Stdin); err != nil {
-		t.Fatal(err)
-	}
-	n, err := strconv.ParseUint(id, 10, 64)
-	if err != nil {
-		t.Fatal(err)
-	}
+	c.Ready(t)
+	n := uint64(c.Index)
 
 	var (
 		wg   sync.WaitGroup
@@ -206,11 +138,5 @@ func runRacer(t *testing.T, path, out, id string) {
 		})
 	}
 	wg.Wait()
-	data, err := json.Marshal(seen)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(out, data, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	c.Report(t, seen)
 }

@@ -1,15 +1,10 @@
 package sqlite_test
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"math/rand/v2"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -19,16 +14,7 @@ import (
 
 	"github.com/hookgate/hookgate/internal/inbox"
 	"github.com/hookgate/hookgate/internal/inbox/sqlite"
-)
-
-// The parent test re-executes the test binary as leaser processes; these
-// variables tell a leaser where the database is, where to write the ids it
-// leased and which leaser it is.
-const (
-	leaserDBEnv  = "HOOKGATE_INBOX_LEASER_DB"
-	leaserOutEnv = "HOOKGATE_INBOX_LEASER_OUT"
-	leaserIDEnv  = "HOOKGATE_INBOX_LEASER_ID"
-	leaserReady  = "leaser ready"
+	"github.com/hookgate/hookgate/internal/testproc"
 )
 
 const (
@@ -41,13 +27,12 @@ const (
 // processes at once, each with several goroutines, until none is due:
 // every event must be leased exactly once across all of them.
 func TestLeaseAcrossProcesses(t *testing.T) {
-	if path := os.Getenv(leaserDBEnv); path != "" {
-		runLeaser(t, path, os.Getenv(leaserOutEnv), os.Getenv(leaserIDEnv))
+	if c, ok := testproc.AsChild(t); ok {
+		runLeaser(t, c)
 		return
 	}
 	t.Parallel()
-	dir := t.TempDir()
-	path := filepath.Join(dir, "inbox.db")
+	path := filepath.Join(t.TempDir(), "inbox.db")
 	s, err := sqlite.Open(path, sqlite.Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -62,54 +47,8 @@ func TestLeaseAcrossProcesses(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	type leaser struct {
-		cmd    *exec.Cmd
-		out    string
-		stdin  io.WriteCloser
-		stdout *bufio.Reader
-		logs   bytes.Buffer
-	}
-	ls := make([]*leaser, leasers)
-	for i := range ls {
-		l := &leaser{out: filepath.Join(dir, fmt.Sprintf("leaser%d.json", i))}
-		l.cmd = exec.CommandContext(t.Context(), os.Args[0], "-test.run=^TestLeaseAcrossProcesses$", "-test.count=1")
-		l.cmd.Env = append(os.Environ(), leaserDBEnv+"="+path, leaserOutEnv+"="+l.out, leaserIDEnv+"="+strconv.Itoa(i))
-		l.cmd.Stderr = &l.logs
-		if l.stdin, err = l.cmd.StdinPipe(); err != nil {
-			t.Fatal(err)
-		}
-		stdout, err := l.cmd.StdoutPipe()
-		if err != nil {
-			t.Fatal(err)
-		}
-		l.stdout = bufio.NewReader(stdout)
-		if err := l.cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		ls[i] = l
-	}
-	// Release the leasers together once both have opened the database.
-	for i, l := range ls {
-		line, err := l.stdout.ReadString('\n')
-		if line != leaserReady+"\n" {
-			rest, _ := io.ReadAll(l.stdout)
-			t.Fatalf("leaser %d: first line %q (%v), want %q; output:\n%s%s\n%s", i, line, err, leaserReady, line, rest, l.logs.String())
-		}
-	}
-	for _, l := range ls {
-		l.stdin.Close()
-	}
-
 	var all []int64
-	for i, l := range ls {
-		rest, _ := io.ReadAll(l.stdout)
-		if err := l.cmd.Wait(); err != nil {
-			t.Fatalf("leaser %d: %v; output:\n%s\n%s", i, err, rest, l.logs.String())
-		}
-		data, err := os.ReadFile(l.out)
-		if err != nil {
-			t.Fatal(err)
-		}
+	for i, data := range testproc.Run(t, leasers, path) {
 		var got []int64
 		if err := json.Unmarshal(data, &got); err != nil {
 			t.Fatal(err)
@@ -140,24 +79,18 @@ func TestLeaseAcrossProcesses(t *testing.T) {
 	}
 }
 
-// runLeaser is the body of one leaser process: it opens the database, says
-// it is ready, waits for the parent to close its stdin, then leases and
-// finishes batches of random size from several goroutines until nothing is
-// due, and writes the ids it leased to out.
-func runLeaser(t *testing.T, path, out, id string) {
-	s, err := sqlite.Open(path, sqlite.Options{})
+// runLeaser is the body of one leaser process: it opens the database, waits
+// to be released with the others, then leases and finishes batches of
+// random size from several goroutines until nothing is due, and reports the
+// ids it leased.
+func runLeaser(t *testing.T, c *testproc.Child) {
+	s, err := sqlite.Open(c.Arg, sqlite.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	fmt.Println(leaserReady)
-	if _, err := io.Copy(io.Discard, os.Stdin); err != nil {
-		t.Fatal(err)
-	}
-	n, err := strconv.ParseUint(id, 10, 64)
-	if err != nil {
-		t.Fatal(err)
-	}
+	c.Ready(t)
+	n := uint64(c.Index)
 	var (
 		wg  sync.WaitGroup
 		mu  sync.Mutex
@@ -165,7 +98,7 @@ func runLeaser(t *testing.T, path, out, id string) {
 	)
 	for g := range leaserGoroutines {
 		rng := rand.New(rand.NewPCG(n, uint64(g)))
-		owner := fmt.Sprintf("p%s-g%d", id, g)
+		owner := fmt.Sprintf("p%d-g%d", c.Index, g)
 		wg.Go(func() {
 			for {
 				evs, err := leaseAndFinish(t.Context(), s, owner, 1+rng.IntN(8))
@@ -183,13 +116,7 @@ func runLeaser(t *testing.T, path, out, id string) {
 		})
 	}
 	wg.Wait()
-	data, err := json.Marshal(got)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(out, data, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	c.Report(t, got)
 }
 
 // leaseAndFinish leases up to n events for owner and finishes them
