@@ -62,6 +62,8 @@ RATE=${RATE:-}
 STALL_S=30
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+# shellcheck source=bench/lib.sh
+. "$ROOT/bench/lib.sh"
 OUT=$ROOT/bench/out
 RESULTS=$OUT/process
 LOGS=$OUT/logs
@@ -86,33 +88,6 @@ trap 'exit 130' INT TERM
 BENCH_SECRET=whsec_$(head -c 24 /dev/urandom | base64)
 SINK_SECRET=whsec_$(head -c 24 /dev/urandom | base64)
 export BENCH_SECRET SINK_SECRET
-
-# start NAME VAR CMD...: starts CMD in the background with its output in
-# $LOGS/NAME.log, stores its pid in the variable VAR and sets URL once it
-# announced "listening on http://ADDR" and GET /healthz answers.
-start() {
-	local name=$1 var=$2 log=$LOGS/$1.log url pid
-	shift 2
-	"$@" >"$log" 2>&1 &
-	pid=$!
-	printf -v "$var" '%s' "$pid"
-	for _ in $(seq 600); do # 600 polls, 50 ms apart: 30 s
-		if ! kill -0 "$pid" 2>/dev/null; then
-			echo "$name exited before answering; its output:" >&2
-			cat "$log" >&2
-			exit 1
-		fi
-		url=$(grep -o -m1 'listening on http://[^ ]*' "$log" | sed 's/^listening on //' || true)
-		if [[ -n $url ]] && curl -fsS -o /dev/null --max-time 1 "$url/healthz" 2>/dev/null; then
-			URL=$url
-			return
-		fi
-		sleep 0.05
-	done
-	echo "$name did not answer GET /healthz within 30 s; its output:" >&2
-	cat "$log" >&2
-	exit 1
-}
 
 # start_hookgate PHASE [LEASE TIMEOUT]: writes the config for a fresh
 # database, with the given worker lease and destination timeout (default

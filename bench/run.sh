@@ -36,6 +36,8 @@ SIZE=${SIZE:-512}
 SERVERS=${SERVERS:-bare naive hookgate}
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+# shellcheck source=bench/lib.sh
+. "$ROOT/bench/lib.sh"
 OUT=$ROOT/bench/out
 RESULTS=$OUT/results
 LOGS=$OUT/logs
@@ -60,28 +62,10 @@ export BENCH_SECRET
 # start_server NAME CMD...: starts CMD in the background, output to
 # $LOGS/NAME.log, and sets BASE once GET $BASE/healthz answers.
 start_server() {
-	local name=$1 log=$LOGS/$1.log url
+	local name=$1
 	shift
-	"$@" >"$log" 2>&1 &
-	SERVER_PID=$!
-	for _ in $(seq 600); do # 600 polls, 50 ms apart: 30 s
-		if ! kill -0 "$SERVER_PID" 2>/dev/null; then
-			wait "$SERVER_PID" || true
-			SERVER_PID=
-			echo "$name exited before answering; its output:" >&2
-			cat "$log" >&2
-			exit 1
-		fi
-		url=$(grep -o -m1 'listening on http://[^ ]*' "$log" | sed 's/^listening on //' || true)
-		if [[ -n $url ]] && curl -fsS -o /dev/null --max-time 1 "$url/healthz" 2>/dev/null; then
-			BASE=$url
-			return
-		fi
-		sleep 0.05
-	done
-	echo "$name did not answer GET /healthz within 30 s; its output:" >&2
-	cat "$log" >&2
-	exit 1
+	start "$name" SERVER_PID "$@"
+	BASE=$URL
 }
 
 # stop_server NAME: fails if the server died during the load, else stops it.
