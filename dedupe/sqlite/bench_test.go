@@ -1,6 +1,7 @@
 package sqlite_test
 
 import (
+	"fmt"
 	"path/filepath"
 	"testing"
 
@@ -87,4 +88,36 @@ func BenchmarkClaimBatch100(b *testing.B) {
 		next += batch
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(next), "ns/key")
+}
+
+// BenchmarkClaimCommitted claims and commits keys in one statement per
+// durable transaction (TxStore.ClaimCommitted, the gateway's path), one key
+// or 100 keys per transaction.
+func BenchmarkClaimCommitted(b *testing.B) {
+	for _, batch := range []int{1, 100} {
+		b.Run(fmt.Sprintf("batch%d", batch), func(b *testing.B) {
+			s, tb := benchStore(b)
+			ctx := b.Context()
+			next := 0
+			for b.Loop() {
+				hs := make([]dedupe.Hash, batch)
+				for i := range hs {
+					hs[i] = hash(next + i)
+				}
+				tx, err := tb.db.BeginTx(ctx, nil)
+				if err != nil {
+					b.Fatal(err)
+				}
+				rs, err := s.Tx(tx).ClaimCommitted(ctx, window, hs...)
+				if err != nil || rs[batch-1].Status != dedupe.New {
+					b.Fatal(rs, err)
+				}
+				if err := tx.Commit(); err != nil {
+					b.Fatal(err)
+				}
+				next += batch
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(next), "ns/key")
+		})
+	}
 }
