@@ -127,21 +127,33 @@ func (c Config) check() []*FieldError {
 	if c.Lease <= 0 {
 		add("lease", "%s: must be positive", c.Lease)
 	}
+	return append(errs, checkNamed("sources", c.Sources, Source.name, Source.check)...)
+}
+
+// checkNamed checks each element of a list of named things (sources, a
+// source's destinations), with field paths under list[i], and that no two
+// share a name.
+func checkNamed[T any](list string, items []T, name func(T) string, check func(T) []*FieldError) []*FieldError {
+	var errs []*FieldError
 	first := map[string]int{}
-	for i, s := range c.Sources {
-		prefix := fmt.Sprintf("sources[%d]", i)
-		for _, e := range s.check() {
+	for i, item := range items {
+		prefix := fmt.Sprintf("%s[%d]", list, i)
+		for _, e := range check(item) {
 			e.Field = prefix + "." + e.Field
 			errs = append(errs, e)
 		}
-		if j, dup := first[s.Name]; dup && s.Name != "" {
-			add(prefix+".name", "%q: already used by sources[%d]", s.Name, j)
+		n := name(item)
+		if j, dup := first[n]; dup && n != "" {
+			errs = append(errs, &FieldError{Field: prefix + ".name", Err: fmt.Errorf("%q: already used by %s[%d]", n, list, j)})
 		} else {
-			first[s.Name] = i
+			first[n] = i
 		}
 	}
 	return errs
 }
+
+func (s Source) name() string      { return s.Name }
+func (d Destination) name() string { return d.Name }
 
 // checkListen accepts host:port with a numeric port.
 func checkListen(addr string) error {
@@ -260,20 +272,7 @@ func (s Source) check() []*FieldError {
 			add("schema", "%q: %w", s.Schema, err)
 		}
 	}
-	first := map[string]int{}
-	for i, d := range s.Destinations {
-		prefix := fmt.Sprintf("destinations[%d]", i)
-		for _, e := range d.check() {
-			e.Field = prefix + "." + e.Field
-			errs = append(errs, e)
-		}
-		if j, dup := first[d.Name]; dup && d.Name != "" {
-			add(prefix+".name", "%q: already used by destinations[%d]", d.Name, j)
-		} else {
-			first[d.Name] = i
-		}
-	}
-	return errs
+	return append(errs, checkNamed("destinations", s.Destinations, Destination.name, Destination.check)...)
 }
 
 // checkSchemaFile reports whether path names a readable regular file; the
