@@ -150,27 +150,34 @@ func upsertClaims(ctx context.Context, tx *sql.Tx, args []any, n int, committed 
 		" ON CONFLICT (hash) DO UPDATE SET token = excluded.token, committed = excluded.committed," +
 		" first_seen = excluded.first_seen, expires = excluded.expires" +
 		" WHERE dedupe_keys.expires <= excluded.first_seen RETURNING hash, token"
+	won := make(map[dedupe.Hash]dedupe.Token, n)
+	err := queryLeases(ctx, tx, q, args, func(l dedupe.Lease) { won[l.Hash] = l.Token })
+	return won, err
+}
+
+// queryLeases runs q, which returns (hash, token) rows, and hands each row
+// to add.
+func queryLeases(ctx context.Context, tx *sql.Tx, q string, args []any, add func(dedupe.Lease)) error {
 	got, err := tx.QueryContext(ctx, q, args...)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	defer got.Close()
-	won := make(map[dedupe.Hash]dedupe.Token, n)
 	for got.Next() {
 		var (
 			raw []byte
 			tok int64
 		)
 		if err := got.Scan(&raw, &tok); err != nil {
-			return nil, err
+			return err
 		}
 		h, err := toHash(raw)
 		if err != nil {
-			return nil, err
+			return err
 		}
-		won[h] = dedupe.Token(tok)
+		add(dedupe.Lease{Hash: h, Token: dedupe.Token(tok)})
 	}
-	return won, got.Err()
+	return got.Err()
 }
 
 // readHeld returns the rows of hashes.
@@ -227,27 +234,9 @@ func (s *Store) commit(ctx context.Context, tx *sql.Tx, window time.Duration, le
 func updateCommits(ctx context.Context, tx *sql.Tx, end int64, leases []dedupe.Lease) (map[dedupe.Lease]bool, error) {
 	q := "UPDATE dedupe_keys SET expires = CASE committed WHEN 1 THEN expires ELSE ? END, committed = 1" +
 		" WHERE (hash, token) IN (VALUES " + rows("(?, ?)", len(leases)) + ") RETURNING hash, token"
-	got, err := tx.QueryContext(ctx, q, appendLeases([]any{end}, leases)...)
-	if err != nil {
-		return nil, err
-	}
-	defer got.Close()
 	holding := make(map[dedupe.Lease]bool, len(leases))
-	for got.Next() {
-		var (
-			raw []byte
-			tok int64
-		)
-		if err := got.Scan(&raw, &tok); err != nil {
-			return nil, err
-		}
-		h, err := toHash(raw)
-		if err != nil {
-			return nil, err
-		}
-		holding[dedupe.Lease{Hash: h, Token: dedupe.Token(tok)}] = true
-	}
-	return holding, got.Err()
+	err := queryLeases(ctx, tx, q, appendLeases([]any{end}, leases), func(l dedupe.Lease) { holding[l] = true })
+	return holding, err
 }
 
 // release deletes the uncommitted claims leases still hold.
