@@ -122,11 +122,12 @@ type destCfg struct {
 // dest, and its workers, until the test ends.
 func start(t *testing.T, dest *destination, dests ...destCfg) *gateway {
 	t.Helper()
-	return startWith(t, server.Options{}, dest, dests...)
+	return startWith(t, server.Options{}, nil, dest, dests...)
 }
 
-// startWith is start with options (the store and backoff are set here).
-func startWith(t *testing.T, opts server.Options, dest *destination, dests ...destCfg) *gateway {
+// startWith is start with options (the store and backoff are set here) and
+// a change to the configuration.
+func startWith(t *testing.T, opts server.Options, configure func(*config.Config), dest *destination, dests ...destCfg) *gateway {
 	t.Helper()
 	dir := t.TempDir()
 	schema, err := filepath.Abs("testdata/charge-event.json")
@@ -155,6 +156,9 @@ func startWith(t *testing.T, opts server.Options, dest *destination, dests ...de
 		Name: "stripe", Provider: config.ProviderStripe, Secret: config.NewSecret(stripeSecret),
 		Schema: schema, Destinations: ds, Window: config.Duration(time.Hour),
 	}}
+	if configure != nil {
+		configure(&cfg)
+	}
 	store, err := inboxsqlite.Open(filepath.Join(dir, "hookgate.db"), inboxsqlite.Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -485,7 +489,7 @@ func TestWebhookIDIsEventKey(t *testing.T) {
 func TestIntakeOnlyLeavesEventsWaiting(t *testing.T) {
 	t.Parallel()
 	dest := newDestination(t)
-	g := startWith(t, server.Options{IntakeOnly: true}, dest)
+	g := startWith(t, server.Options{IntakeOnly: true}, nil, dest)
 	for i := range 5 {
 		if st := g.send(t, charge(fmt.Sprintf("evt_io%d", i), "charge.succeeded", "ch_io", "succeeded", int64(i), false)); st != http.StatusAccepted {
 			t.Fatalf("event %d: %d", i, st)
@@ -544,4 +548,34 @@ func TestAdminAndMetrics(t *testing.T) {
 			t.Errorf("/metrics lacks %s", want)
 		}
 	}
+}
+
+// The sweep inside the server removes processed events past the retention
+// and expired keys, on its period.
+func TestPeriodicSweep(t *testing.T) {
+	t.Parallel()
+	dest := newDestination(t)
+	g := startWith(t, server.Options{}, func(c *config.Config) {
+		c.SweepEvery = config.Duration(20 * time.Millisecond)
+		c.Retention = config.Duration(time.Millisecond)
+		c.Sources[0].Window = config.Duration(50 * time.Millisecond)
+	}, dest)
+	body := charge("evt_sw", "charge.succeeded", "ch_sw", "succeeded", 100, false)
+	if st := g.send(t, body); st != http.StatusAccepted {
+		t.Fatalf("first delivery: %d", st)
+	}
+	waitFor(t, "the processed event to be swept", func() bool {
+		st, err := g.store.Stats(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(dest.deliveries()) == 1 && st.Sources["stripe"].ByStatus[inbox.StatusProcessed] == 0
+	})
+	var keys int
+	waitFor(t, "the expired key to be swept", func() bool {
+		if err := g.store.DB().QueryRow("SELECT count(*) FROM dedupe_keys").Scan(&keys); err != nil {
+			t.Fatal(err)
+		}
+		return keys == 0
+	})
 }
