@@ -68,12 +68,23 @@ func send(ctx context.Context, client *http.Client, src *source.Source, base, id
 }
 
 // G1: every event acknowledged with 202 before a SIGKILL is in the store
-// after the restart, and redelivering it is a duplicate.
+// after the restart, and redelivering it is a duplicate. A SIGTERM in the
+// middle of the burst is a graceful stop: the requests it took are answered
+// (202, never an error) and the process exits cleanly.
 func TestCrashKeepsAcknowledgedEvents(t *testing.T) {
 	t.Parallel()
 	if testing.Short() {
 		t.Skip("starts and kills hookgate processes")
 	}
+	for _, sig := range []syscall.Signal{syscall.SIGKILL, syscall.SIGTERM} {
+		t.Run(sig.String(), func(t *testing.T) {
+			t.Parallel()
+			burstThenSignal(t, sig)
+		})
+	}
+}
+
+func burstThenSignal(t *testing.T, sig syscall.Signal) {
 	dir := t.TempDir()
 	cfg := writeConfig(t, dir)
 	src := signer(t)
@@ -98,7 +109,7 @@ func TestCrashKeepsAcknowledgedEvents(t *testing.T) {
 					return // the server is gone
 				}
 				if st != http.StatusAccepted {
-					t.Errorf("%s: status %d before the kill", id, st)
+					t.Errorf("%s: status %d before the signal", id, st)
 					return
 				}
 				mu.Lock()
@@ -111,12 +122,15 @@ func TestCrashKeepsAcknowledgedEvents(t *testing.T) {
 		})
 	}
 	<-killed
-	if err := p.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+	if err := p.cmd.Process.Signal(sig); err != nil {
 		t.Fatal(err)
 	}
-	p.cmd.Wait()
+	err := p.cmd.Wait()
+	if sig == syscall.SIGTERM && err != nil {
+		t.Errorf("serve after SIGTERM: %v, want a clean exit", err)
+	}
 	wg.Wait()
-	t.Logf("%d events acknowledged before SIGKILL", len(acked))
+	t.Logf("%d events acknowledged before %v", len(acked), sig)
 
 	p2 := startServe(t, "--config", cfg)
 	store, err := inboxsqlite.Open(dir+"/hookgate.db", inboxsqlite.Options{})
