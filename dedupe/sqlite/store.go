@@ -23,9 +23,7 @@ type Store struct {
 	db     *sql.DB
 	ownsDB bool
 	now    func() time.Time
-	// writer admits one of this store's own write transactions at a time,
-	// so goroutines of one process queue here, without holding a
-	// connection, rather than polling SQLite's lock on the busy timeout.
+	// writer admits one write transaction at a time (see Lock).
 	writer chan struct{}
 }
 
@@ -154,15 +152,30 @@ func (s *Store) Sweep(ctx context.Context) (int, error) {
 	}
 }
 
+// Lock takes the store's turn to write, and unlock gives it back. The
+// store's own write transactions take it, and so should a caller sharing
+// the database: the goroutines of one process then queue here, without
+// holding a connection, rather than polling SQLite's lock on the busy
+// timeout. Other processes on the same file still queue on the busy
+// timeout. A goroutine holding the turn must not call the store's own
+// methods; it writes through [Store.Tx].
+func (s *Store) Lock(ctx context.Context) (unlock func(), err error) {
+	select {
+	case s.writer <- struct{}{}:
+		return func() { <-s.writer }, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
 // write runs fn in a transaction of its own, which it commits if fn
 // succeeds. Errors fn returns from the database are wrapped by fail.
 func (s *Store) write(ctx context.Context, op string, fn func(*sql.Tx) error) error {
-	select {
-	case s.writer <- struct{}{}:
-	case <-ctx.Done():
-		return fail(ctx, op, ctx.Err())
+	unlock, err := s.Lock(ctx)
+	if err != nil {
+		return fail(ctx, op, err)
 	}
-	defer func() { <-s.writer }()
+	defer unlock()
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
 		return fail(ctx, op, err)

@@ -47,9 +47,6 @@ type Store struct {
 	keys  *dsqlite.Store
 	now   func() time.Time
 	owned bool
-	// writer admits one of the store's write transactions at a time; see
-	// lock.
-	writer chan struct{}
 	// recorder groups concurrent RecordDelivery calls into one
 	// transaction.
 	recorder recorder
@@ -92,7 +89,7 @@ func New(db *sql.DB, opts Options) (*Store, error) {
 	if err := migrate(context.Background(), db); err != nil {
 		return nil, fmt.Errorf("open inbox: migrate: %w", err)
 	}
-	return &Store{db: db, keys: keys, now: now, writer: make(chan struct{}, 1)}, nil
+	return &Store{db: db, keys: keys, now: now}, nil
 }
 
 // DB is the underlying database.

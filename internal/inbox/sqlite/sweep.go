@@ -10,7 +10,7 @@ import (
 )
 
 // Sweep implements inbox.Store. Expired keys go through the dedupe store's
-// own sweep; processed events go in transactions of at most idChunk
+// own sweep, which takes the same turn to write as the inbox; processed events go in transactions of at most idChunk
 // events, so intake waits behind one chunk, not the whole sweep. If a
 // transaction fails, the result counts what the committed ones removed.
 func (s *Store) Sweep(ctx context.Context, processedBefore time.Time) (inbox.SweepResult, error) {

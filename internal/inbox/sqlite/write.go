@@ -25,17 +25,11 @@ var (
 // SQLite's limit on bound parameters.
 const idChunk = 500
 
-// lock admits one of the store's write transactions at a time, so that
-// the goroutines of one process wait their turn here, without a
-// connection, instead of polling SQLite's lock on the busy timeout.
-// Other processes on the same file still queue on the busy timeout.
+// lock takes the turn to write that the inbox shares with its dedupe key
+// store, so the two stores' transactions (the key sweep among them) queue
+// in one line.
 func (s *Store) lock(ctx context.Context) (unlock func(), err error) {
-	select {
-	case s.writer <- struct{}{}:
-		return func() { <-s.writer }, nil
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	}
+	return s.keys.Lock(ctx)
 }
 
 // write runs fn in a write transaction of its own, committed if fn
