@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -36,22 +38,51 @@ const (
 	// DefaultSweepEvery is the period of the sweep of expired keys and
 	// old events.
 	DefaultSweepEvery = Duration(time.Hour)
-	// DefaultLease is how long a worker holds a batch before another may
-	// take it over: the time a crashed worker's events wait.
+	// DefaultLease is how long a worker holds a delivery before another may
+	// take it over: the time a crashed worker's deliveries wait.
 	DefaultLease = Duration(time.Minute)
+	// MinLease is the shortest lease; a lease must also exceed every
+	// destination's timeout by [LeaseMargin].
+	MinLease = Duration(time.Second)
+	// LeaseMargin is the room a lease keeps beyond a destination's timeout
+	// to record the attempt before the lease runs out.
+	LeaseMargin = Duration(time.Second)
 	// DefaultTimeout is how long one delivery to a destination may take.
 	DefaultTimeout = Duration(10 * time.Second)
 	// DefaultMaxAttempts is how many times an event is offered to a
-	// destination before it is dead.
-	DefaultMaxAttempts = 10
+	// destination before it is dead. With [DefaultRetryInitial] and
+	// [DefaultRetryMaxDelay] the retries span up to about 19 hours (half
+	// that on average, with full jitter), so that a routine outage or
+	// deploy of the application fills no dead list.
+	DefaultMaxAttempts = 20
+	// DefaultRetryInitial is the backoff before a destination's second
+	// attempt; each later one doubles it, up to [DefaultRetryMaxDelay].
+	DefaultRetryInitial = Duration(5 * time.Second)
+	// DefaultRetryMaxDelay caps the backoff between two attempts, and the
+	// wait a destination's Retry-After can ask for.
+	DefaultRetryMaxDelay = Duration(2 * time.Hour)
+	// DefaultMaxInFlight is how many deliveries to one destination a node
+	// has in flight at once.
+	DefaultMaxInFlight = 16
+	// MaxInFlightLimit is the largest max_in_flight a destination may set.
+	MaxInFlightLimit = 1024
+	// DefaultPauseAfter is how many consecutive failed attempts pause a
+	// destination (open its circuit).
+	DefaultPauseAfter = 5
+	// DefaultPauseFor is how long a paused destination waits before one
+	// probe delivery.
+	DefaultPauseFor = Duration(30 * time.Second)
 )
 
 // When a destination is called.
 const (
-	// OnEvent delivers every event of the source (the default).
+	// OnEvent delivers every event of the source that is not stale (the
+	// default).
 	OnEvent = "event"
-	// OnTransition delivers only events whose entity state changed.
+	// OnTransition delivers only events that changed their entity's state.
 	OnTransition = "transition"
+	// OnAll delivers every event, stale ones included: for audit sinks.
+	OnAll = "all"
 )
 
 // What to do with a new event when the dedupe front store fails.
@@ -99,9 +130,11 @@ type Config struct {
 	Retention Duration `yaml:"retention"`
 	// SweepEvery is the period of the sweep inside `hookgate serve`.
 	SweepEvery Duration `yaml:"sweep_every"`
-	// Lease is how long a worker holds a batch of events before another
-	// worker may take it over; after a crash, its events wait this long.
-	// It must exceed the time a batch takes to deliver.
+	// Lease is how long a worker holds one delivery (an event for one
+	// destination) before another worker may take it over; after a crash,
+	// its deliveries wait this long. At least [MinLease], and at least
+	// every destination's timeout plus [LeaseMargin], so that an attempt
+	// is recorded before its lease runs out.
 	Lease Duration `yaml:"lease"`
 	// Admin configures the admin API; it is off without a token.
 	Admin Admin `yaml:"admin,omitempty"`
@@ -167,9 +200,11 @@ type Admin struct {
 	Token Secret `yaml:"token,omitempty"`
 }
 
-// Destination is an endpoint that a source's events are delivered to.
-// Absent from the YAML, On, Timeout and MaxAttempts take their defaults;
-// written out, they must be valid (an explicit "timeout: 0s" is an error).
+// Destination is an endpoint that a source's events are delivered to, with
+// its processing policy. Absent from the YAML, On, Timeout, MaxAttempts and
+// the retry, in-flight and pause fields take their defaults; written out,
+// they must be valid (an explicit "timeout: 0s" is an error). A
+// destination built in code gets them from [Destination.WithDefaults].
 type Destination struct {
 	// Name identifies the destination in delivery records and metrics:
 	// lower-case letters, digits, '_' and '-'; unique within its source.
@@ -179,13 +214,42 @@ type Destination struct {
 	// Secret is the Standard Webhooks signing secret (whsec_ and base64);
 	// unset, deliveries are not signed.
 	Secret Secret `yaml:"secret,omitempty"`
-	// On is [OnEvent] or [OnTransition].
+	// On is [OnEvent], [OnTransition] or [OnAll]; [OnEvent] when absent.
 	On string `yaml:"on"`
+	// Types are path.Match patterns ("charge.*", "orders/*") matched
+	// against the event's type, the action part of its scope (Stripe's
+	// charge.succeeded, Shopify's orders/create, GitHub's X-GitHub-Event);
+	// only matching events are delivered here. Empty, every type is.
+	Types []string `yaml:"types,omitempty,flow"`
+	// Headers are static request headers sent with every delivery, by
+	// name. Names that hookgate sets itself (Content-Type, Content-Length,
+	// Host, User-Agent, webhook-id, webhook-signature, webhook-timestamp,
+	// X-Hookgate-*) are refused.
+	Headers map[string]HeaderValue `yaml:"headers,omitempty"`
 	// Timeout bounds one delivery attempt; [DefaultTimeout] when absent.
 	Timeout Duration `yaml:"timeout"`
 	// MaxAttempts is how many attempts a destination gets before the
 	// event is dead; [DefaultMaxAttempts] when absent.
 	MaxAttempts int `yaml:"max_attempts"`
+	// RetryInitial is the backoff before the second attempt; each later
+	// one doubles it, with full jitter (a random wait between zero and the
+	// backoff); [DefaultRetryInitial] when absent. At most RetryMaxDelay.
+	RetryInitial Duration `yaml:"retry_initial"`
+	// RetryMaxDelay caps the backoff, and the wait a Retry-After header
+	// of the destination can ask for; [DefaultRetryMaxDelay] when absent.
+	RetryMaxDelay Duration `yaml:"retry_max_delay"`
+	// MaxInFlight is how many deliveries to this destination one node has
+	// in flight at once: 1 to [MaxInFlightLimit]; [DefaultMaxInFlight]
+	// when absent.
+	MaxInFlight int `yaml:"max_in_flight"`
+	// PauseAfter is how many consecutive failed attempts pause the
+	// destination (open its circuit), so that an outage does not burn
+	// every event's attempts; [DefaultPauseAfter] when absent.
+	PauseAfter int `yaml:"pause_after"`
+	// PauseFor is how long a paused destination waits before one probe
+	// delivery, whose success closes the circuit; [DefaultPauseFor] when
+	// absent.
+	PauseFor Duration `yaml:"pause_for"`
 }
 
 // Signature describes a generic HMAC signature header.
@@ -303,7 +367,14 @@ func parse(data []byte, dir string, lookupEnv func(string) (string, bool)) (Conf
 		resolve(fmt.Sprintf("sources[%d].secret", i), &s.Secret)
 		resolve(fmt.Sprintf("sources[%d].token", i), &s.Token)
 		for j := range s.Destinations {
-			resolve(fmt.Sprintf("sources[%d].destinations[%d].secret", i, j), &s.Destinations[j].Secret)
+			d := &s.Destinations[j]
+			path := fmt.Sprintf("sources[%d].destinations[%d]", i, j)
+			resolve(path+".secret", &d.Secret)
+			for _, name := range slices.Sorted(maps.Keys(d.Headers)) {
+				v := d.Headers[name]
+				resolve(path+".headers."+name, &v.secret)
+				d.Headers[name] = v
+			}
 		}
 	}
 	errs = append(errs, cfg.check()...)
@@ -317,18 +388,47 @@ func parse(data []byte, dir string, lookupEnv func(string) (string, bool)) (Conf
 // in lines by nodeLines) leaves out to their defaults. Fields written out
 // are kept as they are, so that an explicit zero fails validation.
 func (d *Destination) fillDefaults(path string, lines map[string]int) {
-	absent := func(key string) bool {
+	d.setDefaults(func(key string, _ bool) bool {
 		_, ok := lines[path+"."+key]
 		return !ok
-	}
-	if absent("on") {
+	})
+}
+
+// WithDefaults returns d with each field that has a default and holds its
+// zero value set to that default, for destinations built in code. (Parse
+// fills in only the fields the YAML leaves out, so that an explicit zero
+// there is an error.)
+func (d Destination) WithDefaults() Destination {
+	d.setDefaults(func(_ string, zero bool) bool { return zero })
+	return d
+}
+
+// setDefaults sets each field with a default for which unset, given the
+// field's YAML key and whether it holds its zero value, reports true.
+func (d *Destination) setDefaults(unset func(key string, zero bool) bool) {
+	if unset("on", d.On == "") {
 		d.On = OnEvent
 	}
-	if absent("timeout") {
+	if unset("timeout", d.Timeout == 0) {
 		d.Timeout = DefaultTimeout
 	}
-	if absent("max_attempts") {
+	if unset("max_attempts", d.MaxAttempts == 0) {
 		d.MaxAttempts = DefaultMaxAttempts
+	}
+	if unset("retry_initial", d.RetryInitial == 0) {
+		d.RetryInitial = DefaultRetryInitial
+	}
+	if unset("retry_max_delay", d.RetryMaxDelay == 0) {
+		d.RetryMaxDelay = DefaultRetryMaxDelay
+	}
+	if unset("max_in_flight", d.MaxInFlight == 0) {
+		d.MaxInFlight = DefaultMaxInFlight
+	}
+	if unset("pause_after", d.PauseAfter == 0) {
+		d.PauseAfter = DefaultPauseAfter
+	}
+	if unset("pause_for", d.PauseFor == 0) {
+		d.PauseFor = DefaultPauseFor
 	}
 }
 

@@ -2,13 +2,19 @@ package config
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"flag"
+	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
+
+	"go.yaml.in/yaml/v3"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata")
@@ -24,6 +30,8 @@ var testEnv = map[string]string{
 	"STANDARD_SECRET":       "whsec_standard_value",
 	"CUSTOM_SECRET":         "custom_value",
 	"HOOKGATE_ADMIN_TOKEN":  "admin_token_value",
+	"SINK_TOKEN":            "Bearer sink_token_value",
+	"MULTILINE_TOKEN":       "multiline_token_value\r\nX-Evil: 1",
 	"APP_WEBHOOK_SECRET":    "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw",
 	"BAD_WEBHOOK_SECRET":    "whsec_not*base64*value",
 }
@@ -58,6 +66,10 @@ func TestParseGolden(t *testing.T) {
 				if bytes.Contains(got, []byte(v)) {
 					t.Errorf("Redacted output contains secret %q", v)
 				}
+			}
+			// Literal header values are masked like secrets (full.yaml).
+			if bytes.Contains(got, []byte("main_ledger_book")) {
+				t.Errorf("Redacted output contains a literal header value")
 			}
 			golden := strings.TrimSuffix(in, ".yaml") + ".golden"
 			if *update {
@@ -241,7 +253,17 @@ func TestParseErrors(t *testing.T) {
 		{"negative sweep_every", "sweep_every: -1m\n",
 			[]string{"line 1: sweep_every: -1m: must be positive"}, ErrInvalid},
 		{"zero lease", "lease: 0s\n",
-			[]string{"line 1: lease: 0s: must be positive"}, ErrInvalid},
+			[]string{"line 1: lease: 0s: want at least 1s"}, ErrInvalid},
+		{"lease below 1s", "lease: 900ms\n",
+			[]string{"line 1: lease: 900ms: want at least 1s"}, ErrInvalid},
+		{"lease shorter than default timeout", "lease: 5s\n" + dest(destURL),
+			[]string{"line 1: lease: 5s is shorter than sources[0].destinations[0].timeout (10s) + 1s: raise lease to at least 11s or lower that timeout"}, ErrInvalid},
+		{"lease shorter than second destination's timeout", "lease: 10s\n" + dest(destURL+"        timeout: 9s\n      - name: slow\n"+destURL+"        timeout: 30s\n"),
+			[]string{"line 1: lease: 10s is shorter than sources[0].destinations[1].timeout (30s) + 1s: raise lease to at least 31s or lower that timeout"}, ErrInvalid},
+		{"lease equal to timeout", "lease: 10s\n" + dest(destURL+"        timeout: 10s\n"),
+			[]string{"lease: 10s is shorter than sources[0].destinations[0].timeout (10s) + 1s: raise lease to at least 11s"}, ErrInvalid},
+		{"long timeout under the default lease", dest(destURL + "        timeout: 2m\n"),
+			[]string{"lease: 1m is shorter than sources[0].destinations[0].timeout (2m) + 1s: raise lease to at least 2m1s"}, ErrInvalid},
 		{"unknown admin key", "admin:\n  password: env:HOOKGATE_ADMIN_TOKEN\n",
 			[]string{"line 2", "field password not found"}, ErrInvalid},
 		{"admin token unset", "admin:\n  token: env:HOOKGATE_TEST_UNSET\n",
@@ -267,15 +289,95 @@ func TestParseErrors(t *testing.T) {
 		{"destination duplicate name", dest(destURL + "      - name: app\n" + destURL),
 			[]string{"line 8: sources[0].destinations[1].name: \"app\": already used by destinations[0]"}, ErrInvalid},
 		{"destination bad on", dest(destURL + "        on: change\n"),
-			[]string{"line 8: sources[0].destinations[0].on: \"change\": want event or transition"}, ErrInvalid},
+			[]string{"line 8: sources[0].destinations[0].on: \"change\": want event, transition or all"}, ErrInvalid},
 		{"destination empty on", dest(destURL + "        on: \"\"\n"),
-			[]string{"sources[0].destinations[0].on: \"\": want event or transition"}, ErrInvalid},
+			[]string{"sources[0].destinations[0].on: \"\": want event, transition or all"}, ErrInvalid},
 		{"destination zero timeout", dest(destURL + "        timeout: 0s\n"),
 			[]string{"line 8: sources[0].destinations[0].timeout: 0s: must be positive"}, ErrInvalid},
 		{"destination negative timeout", dest(destURL + "        timeout: -5s\n"),
 			[]string{"sources[0].destinations[0].timeout: -5s: must be positive"}, ErrInvalid},
 		{"destination zero max_attempts", dest(destURL + "        max_attempts: 0\n"),
 			[]string{"line 8: sources[0].destinations[0].max_attempts: 0: want at least 1"}, ErrInvalid},
+		{"destination negative max_attempts", dest(destURL + "        max_attempts: -3\n"),
+			[]string{"line 8: sources[0].destinations[0].max_attempts: -3: want at least 1"}, ErrInvalid},
+		{"destination zero retry_initial", dest(destURL + "        retry_initial: 0s\n"),
+			[]string{"line 8: sources[0].destinations[0].retry_initial: 0s: must be positive"}, ErrInvalid},
+		{"destination negative retry_initial", dest(destURL + "        retry_initial: -1s\n"),
+			[]string{"sources[0].destinations[0].retry_initial: -1s: must be positive"}, ErrInvalid},
+		{"destination zero retry_max_delay", dest(destURL + "        retry_max_delay: 0s\n"),
+			[]string{"line 8: sources[0].destinations[0].retry_max_delay: 0s: must be positive"}, ErrInvalid},
+		{"destination retry_initial above default retry_max_delay", dest(destURL + "        retry_initial: 3h\n"),
+			[]string{"line 8: sources[0].destinations[0].retry_initial: 3h is longer than retry_max_delay (2h)"}, ErrInvalid},
+		{"destination retry_initial above retry_max_delay", dest(destURL + "        retry_initial: 1m\n        retry_max_delay: 30s\n"),
+			[]string{"line 8: sources[0].destinations[0].retry_initial: 1m is longer than retry_max_delay (30s)"}, ErrInvalid},
+		{"destination bad retry duration", dest(destURL + "        retry_max_delay: 2d\n"),
+			[]string{"line 8", "invalid duration \"2d\""}, ErrInvalid},
+		{"destination zero max_in_flight", dest(destURL + "        max_in_flight: 0\n"),
+			[]string{"line 8: sources[0].destinations[0].max_in_flight: 0: want 1 to 1024"}, ErrInvalid},
+		{"destination negative max_in_flight", dest(destURL + "        max_in_flight: -1\n"),
+			[]string{"sources[0].destinations[0].max_in_flight: -1: want 1 to 1024"}, ErrInvalid},
+		{"destination max_in_flight too large", dest(destURL + "        max_in_flight: 1025\n"),
+			[]string{"line 8: sources[0].destinations[0].max_in_flight: 1025: want 1 to 1024"}, ErrInvalid},
+		{"destination zero pause_after", dest(destURL + "        pause_after: 0\n"),
+			[]string{"line 8: sources[0].destinations[0].pause_after: 0: want at least 1"}, ErrInvalid},
+		{"destination zero pause_for", dest(destURL + "        pause_for: 0s\n"),
+			[]string{"line 8: sources[0].destinations[0].pause_for: 0s: must be positive"}, ErrInvalid},
+		{"destination negative pause_for", dest(destURL + "        pause_for: -30s\n"),
+			[]string{"sources[0].destinations[0].pause_for: -30s: must be positive"}, ErrInvalid},
+		{"destination bad type pattern", dest(destURL + "        types: [charge.*, \"charge.[\"]\n"),
+			[]string{"line 8: sources[0].destinations[0].types[1]: \"charge.[\": syntax error in pattern"}, ErrInvalid},
+		{"destination bad type escape", dest(destURL + "        types:\n          - 'orders\\'\n"),
+			[]string{"line 9: sources[0].destinations[0].types[0]: \"orders\\\\\": syntax error in pattern"}, ErrInvalid},
+		{"destination empty type pattern", dest(destURL + "        types: [\"\"]\n"),
+			[]string{"line 8: sources[0].destinations[0].types[0]: empty pattern"}, ErrInvalid},
+		{"destination types not a list", dest(destURL + "        types: {a: b}\n"),
+			[]string{"line 8", "cannot unmarshal"}, ErrInvalid},
+		{"destination bad header name", dest(destURL + "        headers:\n          \"X Token\": abc\n"),
+			[]string{"line 9: sources[0].destinations[0].headers.X Token: \"X Token\": not a valid header name"}, ErrInvalid},
+		{"destination header name with colon", dest(destURL + "        headers:\n          \"X-Token:\": abc\n"),
+			[]string{"line 9: sources[0].destinations[0].headers.X-Token:: \"X-Token:\": not a valid header name"}, ErrInvalid},
+		{"destination empty header name", dest(destURL + "        headers:\n          \"\": abc\n"),
+			[]string{"sources[0].destinations[0].headers.: \"\": not a valid header name"}, ErrInvalid},
+		{"destination header Content-Type", dest(destURL + "        headers:\n          Content-Type: text/plain\n"),
+			[]string{"line 9: sources[0].destinations[0].headers.Content-Type: \"Content-Type\": set by hookgate itself"}, ErrInvalid},
+		{"destination header content-length", dest(destURL + "        headers: {content-length: \"5\"}\n"),
+			[]string{"sources[0].destinations[0].headers.content-length: \"content-length\": set by hookgate itself"}, ErrInvalid},
+		{"destination header HOST", dest(destURL + "        headers: {HOST: example.com}\n"),
+			[]string{"sources[0].destinations[0].headers.HOST: \"HOST\": set by hookgate itself"}, ErrInvalid},
+		{"destination header User-Agent", dest(destURL + "        headers: {User-Agent: curl}\n"),
+			[]string{"sources[0].destinations[0].headers.User-Agent: \"User-Agent\": set by hookgate itself"}, ErrInvalid},
+		{"destination header Webhook-Id", dest(destURL + "        headers: {Webhook-Id: x}\n"),
+			[]string{"sources[0].destinations[0].headers.Webhook-Id: \"Webhook-Id\": set by hookgate itself"}, ErrInvalid},
+		{"destination header webhook-signature", dest(destURL + "        headers: {webhook-signature: x}\n"),
+			[]string{"sources[0].destinations[0].headers.webhook-signature: \"webhook-signature\": set by hookgate itself"}, ErrInvalid},
+		{"destination header WEBHOOK-TIMESTAMP", dest(destURL + "        headers: {WEBHOOK-TIMESTAMP: \"1\"}\n"),
+			[]string{"sources[0].destinations[0].headers.WEBHOOK-TIMESTAMP: \"WEBHOOK-TIMESTAMP\": set by hookgate itself"}, ErrInvalid},
+		{"destination header X-Hookgate prefix", dest(destURL + "        headers: {x-HookGate-Attempt: \"1\"}\n"),
+			[]string{"sources[0].destinations[0].headers.x-HookGate-Attempt: \"x-HookGate-Attempt\": set by hookgate itself"}, ErrInvalid},
+		{"destination header twice in two cases", dest(destURL + "        headers:\n          X-Tenant: a\n          x-tenant: b\n"),
+			[]string{"line 10: sources[0].destinations[0].headers.x-tenant: \"x-tenant\": same header as \"X-Tenant\""}, ErrInvalid},
+		{"destination header value with LF", dest(destURL + "        headers:\n          X-Token: \"inline_secret_value\\nX-Evil: 1\"\n"),
+			[]string{"line 9: sources[0].destinations[0].headers.X-Token: value contains CR, LF, NUL", "(the value is not shown)"}, ErrInvalid},
+		{"destination header value with CR", dest(destURL + "        headers:\n          X-Token: \"inline_secret_value\\r\"\n"),
+			[]string{"sources[0].destinations[0].headers.X-Token: value contains CR, LF, NUL"}, ErrInvalid},
+		{"destination header value with NUL", dest(destURL + "        headers:\n          X-Token: \"inline_secret_value\\0\"\n"),
+			[]string{"sources[0].destinations[0].headers.X-Token: value contains CR, LF, NUL"}, ErrInvalid},
+		{"destination header value from env with LF", dest(destURL + "        headers: {Authorization: env:MULTILINE_TOKEN}\n"),
+			[]string{"sources[0].destinations[0].headers.Authorization: value contains CR, LF, NUL"}, ErrInvalid},
+		{"destination header value empty", dest(destURL + "        headers: {X-Token: \"\"}\n"),
+			[]string{"sources[0].destinations[0].headers.X-Token: empty value"}, ErrInvalid},
+		{"destination header value null", dest(destURL + "        headers:\n          X-Token:\n"),
+			[]string{"line 9: sources[0].destinations[0].headers.X-Token: empty value"}, ErrInvalid},
+		{"destination header value env unset", dest(destURL + "        headers:\n          Authorization: env:HOOKGATE_TEST_UNSET\n"),
+			[]string{"line 9: sources[0].destinations[0].headers.Authorization", "env:HOOKGATE_TEST_UNSET is unset or empty"}, ErrSecret},
+		{"destination header value file missing", dest(destURL + "        headers:\n          Authorization: file:" + missing + "\n"),
+			[]string{"line 9: sources[0].destinations[0].headers.Authorization", "file:" + missing, "no such file"}, ErrSecret},
+		{"destination header value bad env ref", dest(destURL + "        headers:\n          Authorization: \"env:\"\n"),
+			[]string{"line 9", "env: needs a name after the colon"}, ErrInvalid},
+		{"destination header value a list", dest(destURL + "        headers:\n          Authorization: [a, b]\n"),
+			[]string{"line 9", "a header value must be text, env:NAME or file:PATH"}, ErrInvalid},
+		{"destination headers not a map", dest(destURL + "        headers: [a]\n"),
+			[]string{"line 8", "cannot unmarshal"}, ErrInvalid},
 		{"destination secret unset", dest(destURL + "        secret: env:HOOKGATE_TEST_UNSET\n"),
 			[]string{"line 8: sources[0].destinations[0].secret", "env:HOOKGATE_TEST_UNSET is unset or empty"}, ErrSecret},
 		{"destination secret not base64", dest(destURL + "        secret: env:BAD_WEBHOOK_SECRET\n"),
@@ -308,8 +410,13 @@ func TestParseErrors(t *testing.T) {
 			if !errors.Is(err, tt.is) {
 				t.Errorf("error %q is not %v", err, tt.is)
 			}
-			if strings.Contains(err.Error(), "inline_secret_value") || strings.Contains(err.Error(), testEnv["BAD_WEBHOOK_SECRET"]) {
+			if strings.Contains(err.Error(), "inline_secret_value") {
 				t.Errorf("error %q repeats a secret", err)
+			}
+			for _, v := range testEnv {
+				if strings.Contains(err.Error(), v) {
+					t.Errorf("error %q repeats the secret %q", err, v)
+				}
 			}
 		})
 	}
@@ -318,21 +425,52 @@ func TestParseErrors(t *testing.T) {
 func TestDestinationDefaults(t *testing.T) {
 	t.Parallel()
 	cfg, err := parse([]byte(`
+lease: 31s
 sources:
   - name: gh
     provider: github
     secret: env:GITHUB_SECRET
     destinations:
       - {name: a, url: "http://127.0.0.1:3000/a"}
-      - {name: b, url: "https://example.com/b", secret: env:APP_WEBHOOK_SECRET, on: transition, timeout: 3s, max_attempts: 1}
+      - name: b
+        url: https://example.com/b
+        secret: env:APP_WEBHOOK_SECRET
+        on: transition
+        types: [push, "pull_request*"]
+        headers: {Authorization: env:SINK_TOKEN, X-Env: prod}
+        timeout: 30s
+        max_attempts: 1
+        retry_initial: 1s
+        retry_max_delay: 1s
+        max_in_flight: 1024
+        pause_after: 1
+        pause_for: 1ms
+      - {name: audit, url: "https://audit.example.com/in", on: all, max_in_flight: 1}
 `), "", lookupTestEnv)
 	if err != nil {
 		t.Fatal(err)
 	}
 	ds := cfg.Sources[0].Destinations
 	want := []Destination{
-		{Name: "a", URL: "http://127.0.0.1:3000/a", On: OnEvent, Timeout: DefaultTimeout, MaxAttempts: DefaultMaxAttempts},
-		{Name: "b", URL: "https://example.com/b", On: OnTransition, Timeout: Duration(3 * time.Second), MaxAttempts: 1},
+		{
+			Name: "a", URL: "http://127.0.0.1:3000/a", On: OnEvent, Timeout: DefaultTimeout,
+			MaxAttempts: DefaultMaxAttempts, RetryInitial: DefaultRetryInitial, RetryMaxDelay: DefaultRetryMaxDelay,
+			MaxInFlight: DefaultMaxInFlight, PauseAfter: DefaultPauseAfter, PauseFor: DefaultPauseFor,
+		},
+		{
+			Name: "b", URL: "https://example.com/b", On: OnTransition, Types: []string{"push", "pull_request*"},
+			Headers: map[string]HeaderValue{
+				"Authorization": {secret: Secret{ref: "env:SINK_TOKEN", value: testEnv["SINK_TOKEN"]}},
+				"X-Env":         NewHeaderValue("prod"),
+			},
+			Timeout: Duration(30 * time.Second), MaxAttempts: 1, RetryInitial: Duration(time.Second),
+			RetryMaxDelay: Duration(time.Second), MaxInFlight: 1024, PauseAfter: 1, PauseFor: Duration(time.Millisecond),
+		},
+		{
+			Name: "audit", URL: "https://audit.example.com/in", On: OnAll, Timeout: DefaultTimeout,
+			MaxAttempts: DefaultMaxAttempts, RetryInitial: DefaultRetryInitial, RetryMaxDelay: DefaultRetryMaxDelay,
+			MaxInFlight: 1, PauseAfter: DefaultPauseAfter, PauseFor: DefaultPauseFor,
+		},
 	}
 	if len(ds) != len(want) {
 		t.Fatalf("destinations = %+v", ds)
@@ -340,18 +478,175 @@ sources:
 	for i := range want {
 		got := ds[i]
 		got.Secret = Secret{}
-		if got != want[i] {
-			t.Errorf("destinations[%d] = %+v, want %+v", i, got, want[i])
+		if !reflect.DeepEqual(got, want[i]) {
+			t.Errorf("destinations[%d] =\n%#v\nwant\n%#v", i, got, want[i])
 		}
 	}
 	if !ds[0].Secret.IsZero() || ds[1].Secret.Value() != testEnv["APP_WEBHOOK_SECRET"] {
 		t.Errorf("destination secrets = %q, %q", ds[0].Secret.Value(), ds[1].Secret.Value())
+	}
+	if h := ds[1].Headers; h["Authorization"].Value() != testEnv["SINK_TOKEN"] || h["Authorization"].Ref() != "env:SINK_TOKEN" ||
+		h["X-Env"].Value() != "prod" || h["X-Env"].Ref() != "" {
+		t.Errorf("headers = %q %q, %q %q; want the resolved env:SINK_TOKEN and the literal prod",
+			h["Authorization"].Value(), h["Authorization"].Ref(), h["X-Env"].Value(), h["X-Env"].Ref())
 	}
 	if cfg.Workers != DefaultWorkers || cfg.Batch != DefaultBatch || cfg.Retention != DefaultRetention || cfg.SweepEvery != DefaultSweepEvery {
 		t.Errorf("processing defaults = %d %d %v %v", cfg.Workers, cfg.Batch, cfg.Retention, cfg.SweepEvery)
 	}
 	if !cfg.Admin.Token.IsZero() {
 		t.Errorf("admin token set without admin in the file")
+	}
+}
+
+// TestDestinationGood has one case per accepted value at or near the edge
+// of each destination rule that TestParseErrors probes from the other side.
+func TestDestinationGood(t *testing.T) {
+	t.Parallel()
+	secretFile := filepath.Join(t.TempDir(), "token")
+	if err := os.WriteFile(secretFile, []byte("Bearer from_file\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name   string
+		fields string // the destination's fields besides name and url
+		lease  string // top-level lease; "" leaves it out
+		check  func(Destination) bool
+	}{
+		{"on event", "on: event", "", func(d Destination) bool { return d.On == OnEvent }},
+		{"on transition", "on: transition", "", func(d Destination) bool { return d.On == OnTransition }},
+		{"on all", "on: all", "", func(d Destination) bool { return d.On == OnAll }},
+		{"one attempt", "max_attempts: 1", "", func(d Destination) bool { return d.MaxAttempts == 1 }},
+		{"retry_initial equal to retry_max_delay", "{retry_initial: 1m, retry_max_delay: 1m}", "",
+			func(d Destination) bool {
+				return d.RetryInitial == Duration(time.Minute) && d.RetryMaxDelay == Duration(time.Minute)
+			}},
+		{"retry_max_delay raised", "retry_max_delay: 24h", "", func(d Destination) bool {
+			return d.RetryInitial == DefaultRetryInitial && d.RetryMaxDelay == Duration(24*time.Hour)
+		}},
+		{"retry_initial tiny", "retry_initial: 1ms", "", func(d Destination) bool { return d.RetryInitial == Duration(time.Millisecond) }},
+		{"max_in_flight 1", "max_in_flight: 1", "", func(d Destination) bool { return d.MaxInFlight == 1 }},
+		{"max_in_flight 1024", "max_in_flight: 1024", "", func(d Destination) bool { return d.MaxInFlight == MaxInFlightLimit }},
+		{"pause_after 1", "pause_after: 1", "", func(d Destination) bool { return d.PauseAfter == 1 }},
+		{"pause_after large", "pause_after: 1000", "", func(d Destination) bool { return d.PauseAfter == 1000 }},
+		{"pause_for", "pause_for: 5m", "", func(d Destination) bool { return d.PauseFor == Duration(5*time.Minute) }},
+		{"types", `types: [charge.*, "orders/*", push, "[a-c]?", 'a\*']`, "", func(d Destination) bool { return len(d.Types) == 5 }},
+		{"types empty list", "types: []", "", func(d Destination) bool { return len(d.Types) == 0 }},
+		{"header literal", "headers: {X-Env: prod}", "", func(d Destination) bool { return d.Headers["X-Env"].Value() == "prod" }},
+		{"header literal with tab and colon", `headers: {X-Note: "a:\tb"}`, "", func(d Destination) bool { return d.Headers["X-Note"].Value() == "a:\tb" }},
+		{"header from env", "headers: {Authorization: env:SINK_TOKEN}", "",
+			func(d Destination) bool { return d.Headers["Authorization"].Value() == testEnv["SINK_TOKEN"] }},
+		{"header from file", "headers: {Authorization: file:" + secretFile + "}", "",
+			func(d Destination) bool { return d.Headers["Authorization"].Value() == "Bearer from_file" }},
+		{"header token characters", "headers: {\"X-A!#$%&'*+.^_`|~1\": v}", "", func(d Destination) bool { return len(d.Headers) == 1 }},
+		{"header near a reserved name", "headers: {X-Content-Type: a, Hostname: b, X-Hookgate: c, Webhook-Idx: d}", "",
+			func(d Destination) bool { return len(d.Headers) == 4 }},
+		{"timeout that just fits the lease", "timeout: 59s", "1m", func(d Destination) bool { return d.Timeout == Duration(59*time.Second) }},
+		{"lease of 1s with a short timeout", "timeout: 1ms", "1001ms", func(d Destination) bool { return d.Timeout == Duration(time.Millisecond) }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			data := "sources:\n  - name: s\n    provider: github\n    secret: env:GITHUB_SECRET\n    destinations:\n" +
+				"      - name: app\n        url: http://127.0.0.1:3000/in\n"
+			if strings.HasPrefix(tt.fields, "{") {
+				for _, f := range strings.Split(strings.Trim(tt.fields, "{}"), ", ") {
+					data += "        " + f + "\n"
+				}
+			} else {
+				data += "        " + tt.fields + "\n"
+			}
+			if tt.lease != "" {
+				data = "lease: " + tt.lease + "\n" + data
+			}
+			cfg, err := parse([]byte(data), "", lookupTestEnv)
+			if err != nil {
+				t.Fatalf("parse(%q): %v", data, err)
+			}
+			if d := cfg.Sources[0].Destinations[0]; !tt.check(d) {
+				t.Errorf("parse(%q) = %+v", data, d)
+			}
+			if err := cfg.Validate(); err != nil {
+				t.Errorf("Validate() after parse = %v", err)
+			}
+		})
+	}
+}
+
+func TestHeaderValueNeverPrinted(t *testing.T) {
+	t.Parallel()
+	const value = "Bearer do_not_print"
+	d := Destination{Name: "a", Headers: map[string]HeaderValue{"Authorization": NewHeaderValue(value)}}
+	h := d.Headers["Authorization"]
+
+	var logged, jsonLogged bytes.Buffer
+	slog.New(slog.NewTextHandler(&logged, nil)).Info("destination", "header", h, "destination", d)
+	slog.New(slog.NewJSONHandler(&jsonLogged, nil)).Info("destination", "header", h, "destination", d)
+	js, err := json.Marshal(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ym, err := yaml.Marshal(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for form, out := range map[string]string{
+		"%v": fmt.Sprintf("%v", d), "%+v": fmt.Sprintf("%+v", d), "%#v": fmt.Sprintf("%#v", d),
+		"Sprint": fmt.Sprint(h), "%q": fmt.Sprintf("%q", h), "%#v value": fmt.Sprintf("%#v", h),
+		"json": string(js), "yaml": string(ym), "slog text": logged.String(), "slog json": jsonLogged.String(),
+	} {
+		if strings.Contains(out, "do_not_print") {
+			t.Errorf("%s prints the header value: %s", form, out)
+		}
+		if !strings.Contains(out, "****") {
+			t.Errorf("%s does not print ****: %s", form, out)
+		}
+	}
+	if h.Value() != value || h.Ref() != "" {
+		t.Errorf("Value(), Ref() = %q, %q", h.Value(), h.Ref())
+	}
+}
+
+func TestDestinationWithDefaults(t *testing.T) {
+	t.Parallel()
+	got := Destination{Name: "a", URL: "http://127.0.0.1/a"}.WithDefaults()
+	want := Destination{
+		Name: "a", URL: "http://127.0.0.1/a", On: OnEvent, Timeout: DefaultTimeout,
+		MaxAttempts: DefaultMaxAttempts, RetryInitial: DefaultRetryInitial, RetryMaxDelay: DefaultRetryMaxDelay,
+		MaxInFlight: DefaultMaxInFlight, PauseAfter: DefaultPauseAfter, PauseFor: DefaultPauseFor,
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("WithDefaults() =\n%#v\nwant\n%#v", got, want)
+	}
+	if err := (Source{Name: "gh", Provider: ProviderGitHub, Secret: NewSecret("s"), Destinations: []Destination{got}}).Validate(); err != nil {
+		t.Errorf("Validate() of the defaults = %v", err)
+	}
+	set := Destination{On: OnAll, MaxInFlight: 3, PauseFor: Duration(time.Minute), MaxAttempts: -1}.WithDefaults()
+	if set.On != OnAll || set.MaxInFlight != 3 || set.PauseFor != Duration(time.Minute) || set.MaxAttempts != -1 || set.PauseAfter != DefaultPauseAfter {
+		t.Errorf("WithDefaults() changed set fields: %+v", set)
+	}
+}
+
+func TestLeaseInCode(t *testing.T) {
+	t.Parallel()
+	cfg := Default()
+	cfg.Lease = Duration(11 * time.Second)
+	d := Destination{Name: "app", URL: "http://127.0.0.1/a"}.WithDefaults()
+	cfg.Sources = []Source{{Name: "gh", Provider: ProviderGitHub, Secret: NewSecret("s"), Destinations: []Destination{d}}}
+	if err := cfg.Validate(); err != nil {
+		t.Errorf("lease 11s with timeout 10s: Validate() = %v", err)
+	}
+	cfg.Lease = Duration(10*time.Second + 999*time.Millisecond)
+	err := cfg.Validate()
+	const want = "lease: 10.999s is shorter than sources[0].destinations[0].timeout (10s) + 1s: raise lease to at least 11s or lower that timeout"
+	if err == nil || err.Error() != want {
+		t.Errorf("Validate() = %v, want %q", err, want)
+	}
+	if !errors.Is(err, ErrInvalid) {
+		t.Errorf("Validate() = %v, not ErrInvalid", err)
+	}
+	cfg.Lease = Duration(500 * time.Millisecond)
+	if err := cfg.Validate(); err == nil || err.Error() != "lease: 500ms: want at least 1s" {
+		t.Errorf("Validate() = %v, want only the 1s minimum", err)
 	}
 }
 
@@ -369,13 +664,22 @@ func TestAdminToken(t *testing.T) {
 func TestValidateDestinationInCode(t *testing.T) {
 	t.Parallel()
 	s := Source{Name: "gh", Provider: ProviderGitHub, Secret: NewSecret("s"), Destinations: []Destination{
-		{Name: "a", URL: "http://127.0.0.1/a", On: OnEvent, Timeout: DefaultTimeout, MaxAttempts: 1, Secret: NewSecret("whsec_dGVzdA==")},
-		{Name: "b", URL: "http://127.0.0.1/b", Secret: NewSecret("not base64")},
+		Destination{
+			Name: "a", URL: "http://127.0.0.1/a", MaxAttempts: 1, Secret: NewSecret("whsec_dGVzdA=="),
+			Headers: map[string]HeaderValue{"Authorization": NewHeaderValue("Bearer t")}, Types: []string{"charge.*"},
+		}.WithDefaults(),
+		{
+			Name: "b", URL: "http://127.0.0.1/b", Secret: NewSecret("not base64"), Types: []string{"["},
+			Headers: map[string]HeaderValue{"Host": NewHeaderValue("x"), "X-A": NewHeaderValue("a\nb"), "X-B": {}},
+		},
 	}}
 	err := s.Validate()
 	for _, w := range []string{
 		"destinations[1].on: \"\"", "destinations[1].timeout: 0s", "destinations[1].max_attempts: 0",
-		"destinations[1].secret",
+		"destinations[1].secret", "destinations[1].retry_initial: 0s", "destinations[1].retry_max_delay: 0s",
+		"destinations[1].max_in_flight: 0", "destinations[1].pause_after: 0", "destinations[1].pause_for: 0s",
+		"destinations[1].types[0]: \"[\"", "destinations[1].headers.Host: \"Host\": set by hookgate",
+		"destinations[1].headers.X-A: value contains", "destinations[1].headers.X-B: empty value",
 	} {
 		if err == nil || !strings.Contains(err.Error(), w) {
 			t.Errorf("Validate() = %v, want it to contain %q", err, w)

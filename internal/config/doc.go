@@ -14,6 +14,10 @@
 // with [ParseSelector]; the source package evaluates them.
 //
 // A source's schema path is taken from the configuration file's directory
-// and must name an existing file; its destinations take [OnEvent],
-// [DefaultTimeout] and [DefaultMaxAttempts] for the fields they leave out.
+// and must name an existing file. Its destinations take the defaults
+// ([OnEvent], [DefaultTimeout], [DefaultMaxAttempts], the retry, in-flight
+// and pause defaults) for the fields they leave out; a destination built in
+// code gets them from [Destination.WithDefaults]. A destination's static
+// [HeaderValue] is a literal or a secret reference, printed as "****" like
+// a [Secret].
 package config

@@ -108,3 +108,61 @@ func (s *Secret) resolve(lookupEnv func(string) (string, bool)) error {
 	s.value = v
 	return nil
 }
+
+// HeaderValue is the value of a destination's static request header. In
+// YAML it is either a secret reference, "env:NAME" or "file:PATH", read
+// once by [Parse] like a [Secret], or any other text, kept as written. A
+// header often carries a credential (Authorization), so every printed form
+// is "****" whichever it is; only [HeaderValue.Value] gives the value.
+type HeaderValue struct {
+	secret Secret
+}
+
+// NewHeaderValue returns a header value holding value directly, for
+// configurations built in code.
+func NewHeaderValue(value string) HeaderValue {
+	return HeaderValue{secret: NewSecret(value)}
+}
+
+// Value returns the header's value.
+func (h HeaderValue) Value() string { return h.secret.Value() }
+
+// Ref returns where the value is read from ("env:NAME" or "file:PATH"), or
+// "" for a literal. It is safe to print.
+func (h HeaderValue) Ref() string { return h.secret.Ref() }
+
+// String returns "****" for a set value and "" for an empty one.
+func (h HeaderValue) String() string { return h.secret.String() }
+
+// GoString keeps %#v from printing the value.
+func (h HeaderValue) GoString() string { return "config.HeaderValue(" + h.String() + ")" }
+
+// MarshalText keeps encoding/json and log/slog from printing the value.
+func (h HeaderValue) MarshalText() ([]byte, error) { return []byte(h.String()), nil }
+
+// MarshalYAML writes "****".
+func (h HeaderValue) MarshalYAML() (any, error) { return h.String(), nil }
+
+// UnmarshalYAML reads a reference when the text starts with "env:" or
+// "file:", and a literal otherwise. The error for a malformed reference
+// names the reference; a literal is never repeated.
+func (h *HeaderValue) UnmarshalYAML(n *yaml.Node) error {
+	if n.Kind != yaml.ScalarNode {
+		return typeError(n, "a header value must be text, env:NAME or file:PATH")
+	}
+	if isSecretRef(n.Value) {
+		if err := checkSecretRef(n.Value); err != nil {
+			return typeError(n, err.Error())
+		}
+		*h = HeaderValue{secret: Secret{ref: n.Value}}
+		return nil
+	}
+	*h = NewHeaderValue(n.Value)
+	return nil
+}
+
+// isSecretRef reports whether v is meant as a reference: it starts with
+// "env:" or "file:".
+func isSecretRef(v string) bool {
+	return strings.HasPrefix(v, "env:") || strings.HasPrefix(v, "file:")
+}

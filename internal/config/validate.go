@@ -4,9 +4,11 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"net/url"
 	"os"
+	"path"
 	"regexp"
 	"slices"
 	"strconv"
@@ -124,10 +126,30 @@ func (c Config) check() []*FieldError {
 	if c.SweepEvery <= 0 {
 		add("sweep_every", "%s: must be positive", c.SweepEvery)
 	}
-	if c.Lease <= 0 {
-		add("lease", "%s: must be positive", c.Lease)
+	if c.Lease < MinLease {
+		add("lease", "%s: want at least %s", c.Lease, MinLease)
+	} else {
+		errs = append(errs, c.checkLease()...)
 	}
 	return append(errs, checkNamed("sources", c.Sources, Source.name, Source.check)...)
+}
+
+// checkLease reports each destination whose timeout does not fit in the
+// lease with room to record the attempt: deliveries are leased one by one,
+// and a lease that runs out mid-attempt hands the delivery to another
+// worker while the first may still succeed.
+func (c Config) checkLease() []*FieldError {
+	var errs []*FieldError
+	for i, s := range c.Sources {
+		for j, d := range s.Destinations {
+			if need := d.Timeout + LeaseMargin; c.Lease < need {
+				errs = append(errs, &FieldError{Field: "lease", Err: fmt.Errorf(
+					"%s is shorter than sources[%d].destinations[%d].timeout (%s) + %s: raise lease to at least %s or lower that timeout",
+					c.Lease, i, j, d.Timeout, LeaseMargin, need)})
+			}
+		}
+	}
+	return errs
 }
 
 // checkNamed checks each element of a list of named things (sources, a
@@ -302,16 +324,98 @@ func (d Destination) check() []*FieldError {
 	if v := d.Secret.Value(); v != "" && !validWebhookSecret(v) {
 		add("secret", "%w: want a Standard Webhooks secret, whsec_ and base64 (the value is not shown)", ErrSecret)
 	}
-	if d.On != OnEvent && d.On != OnTransition {
-		add("on", "%q: want event or transition", d.On)
+	if d.On != OnEvent && d.On != OnTransition && d.On != OnAll {
+		add("on", "%q: want event, transition or all", d.On)
 	}
+	for i, p := range d.Types {
+		field := fmt.Sprintf("types[%d]", i)
+		if p == "" {
+			add(field, "empty pattern: want a path.Match pattern such as charge.* (leave types out for every type)")
+		} else if _, err := path.Match(p, ""); err != nil {
+			add(field, "%q: %w (want a path.Match pattern such as charge.*)", p, err)
+		}
+	}
+	errs = append(errs, checkHeaders(d.Headers)...)
 	if d.Timeout <= 0 {
 		add("timeout", "%s: must be positive", d.Timeout)
 	}
 	if d.MaxAttempts < 1 {
 		add("max_attempts", "%d: want at least 1", d.MaxAttempts)
 	}
+	if d.RetryInitial <= 0 {
+		add("retry_initial", "%s: must be positive", d.RetryInitial)
+	}
+	if d.RetryMaxDelay <= 0 {
+		add("retry_max_delay", "%s: must be positive", d.RetryMaxDelay)
+	}
+	if d.RetryInitial > 0 && d.RetryMaxDelay > 0 && d.RetryInitial > d.RetryMaxDelay {
+		add("retry_initial", "%s is longer than retry_max_delay (%s)", d.RetryInitial, d.RetryMaxDelay)
+	}
+	if d.MaxInFlight < 1 || d.MaxInFlight > MaxInFlightLimit {
+		add("max_in_flight", "%d: want 1 to %d", d.MaxInFlight, MaxInFlightLimit)
+	}
+	if d.PauseAfter < 1 {
+		add("pause_after", "%d: want at least 1", d.PauseAfter)
+	}
+	if d.PauseFor <= 0 {
+		add("pause_for", "%s: must be positive", d.PauseFor)
+	}
 	return errs
+}
+
+// reservedHeaders are the request headers hookgate sets on every delivery
+// itself, in lower case; every name starting with reservedHeaderPrefix is
+// reserved too.
+var reservedHeaders = []string{
+	"content-type", "content-length", "host", "user-agent",
+	"webhook-id", "webhook-signature", "webhook-timestamp",
+}
+
+const reservedHeaderPrefix = "x-hookgate-"
+
+// checkHeaders checks a destination's static headers, in name order, with
+// field paths headers.NAME. Values are never repeated: they may be
+// credentials.
+func checkHeaders(headers map[string]HeaderValue) []*FieldError {
+	var errs []*FieldError
+	first := map[string]string{}
+	for _, name := range slices.Sorted(maps.Keys(headers)) {
+		field := "headers." + name
+		add := func(format string, args ...any) {
+			errs = append(errs, &FieldError{Field: field, Err: fmt.Errorf(format, args...)})
+		}
+		lower := strings.ToLower(name)
+		switch {
+		case !validHeaderName(name):
+			add("%q: not a valid header name (want an HTTP token: letters, digits and !#$%%&'*+-.^_`|~)", name)
+		case slices.Contains(reservedHeaders, lower) || strings.HasPrefix(lower, reservedHeaderPrefix):
+			add("%q: set by hookgate itself, cannot be configured (reserved: Content-Type, Content-Length, Host, User-Agent, webhook-id, webhook-signature, webhook-timestamp, X-Hookgate-*)", name)
+		case first[lower] != "":
+			add("%q: same header as %q (names are case-insensitive)", name, first[lower])
+		default:
+			first[lower] = name
+		}
+		v := headers[name]
+		switch {
+		case v.Ref() == "" && v.Value() == "":
+			add("empty value: want text, env:NAME or file:PATH")
+		case !validHeaderValue(v.Value()):
+			add("value contains CR, LF, NUL or another control character (the value is not shown)")
+		}
+	}
+	return errs
+}
+
+// validHeaderValue reports whether v can be sent as a header's value: no
+// control characters but horizontal tab (RFC 9110 field-value), so neither
+// CR, LF nor NUL can split or end the header.
+func validHeaderValue(v string) bool {
+	for i := 0; i < len(v); i++ {
+		if c := v[i]; c < ' ' && c != '\t' || c == 0x7f {
+			return false
+		}
+	}
+	return true
 }
 
 // validWebhookSecret reports whether v is a Standard Webhooks key: base64,
