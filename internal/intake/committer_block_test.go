@@ -1,0 +1,263 @@
+package intake_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"testing/synctest"
+
+	"github.com/hookgate/hookgate/dedupe"
+	"github.com/hookgate/hookgate/internal/inbox"
+	"github.com/hookgate/hookgate/internal/intake"
+)
+
+// gatedStore holds every Accept until the test lets it through: the
+// committer's write is "still running" for as long as the test wants. It
+// writes through to a real SQLite inbox once let through, unless it is
+// told to fail instead.
+type gatedStore struct {
+	inner *countingStore
+	// calls receives the items of each Accept as it starts.
+	calls chan []inbox.Item
+	// gate decides each Accept: nil writes through, an error fails it.
+	gate chan error
+
+	mu      sync.Mutex
+	writing bool // an Accept is between its start and its return
+}
+
+func newGatedStore(t *testing.T) *gatedStore {
+	return &gatedStore{
+		inner: &countingStore{Store: openStore(t)},
+		calls: make(chan []inbox.Item, 16),
+		gate:  make(chan error),
+	}
+}
+
+func (s *gatedStore) Accept(ctx context.Context, items []inbox.Item) ([]inbox.Outcome, error) {
+	s.mu.Lock()
+	s.writing = true
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		s.writing = false
+		s.mu.Unlock()
+	}()
+	s.calls <- items
+	if err := <-s.gate; err != nil {
+		return nil, err
+	}
+	return s.inner.Accept(ctx, items)
+}
+
+// isWriting reports whether an Accept has started and not returned.
+func (s *gatedStore) isWriting() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.writing
+}
+
+// answer is what one Submit returned.
+type answer struct {
+	out inbox.Outcome
+	err error
+	// during: the store's write was still running when Submit returned.
+	during bool
+}
+
+// submitAsync submits it and sends its answer on the returned channel.
+func submitAsync(c *intake.Committer, s *gatedStore, it inbox.Item) <-chan answer {
+	ch := make(chan answer, 1)
+	go func() {
+		outs, errs, err := c.Submit(context.Background(), []inbox.Item{it})
+		a := answer{err: err, during: s.isWriting()}
+		if err == nil {
+			a.out, a.err = outs[0], errs[0]
+		}
+		ch <- a
+	}()
+	return ch
+}
+
+// A copy that joins the first copy in flight is answered only once the
+// first copy is durable (G1, G2), and the first copy's write is the only
+// one: single-flight means the store is asked for one item.
+func TestJoinedCopyWaitsForTheWrite(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := newGatedStore(t)
+		c := intake.NewCommitter(s, intake.CommitterOptions{RecentKeys: -1})
+		defer c.Close()
+
+		first := submitAsync(c, s, item("evt_join"))
+		if got := <-s.calls; len(got) != 1 {
+			t.Fatalf("first write: %d items, want 1", len(got))
+		}
+		const copies = 20
+		joined := make([]<-chan answer, copies)
+		for i := range joined {
+			joined[i] = submitAsync(c, s, item("evt_join"))
+		}
+		synctest.Wait() // every copy is blocked, or has (wrongly) answered
+		for i, ch := range joined {
+			select {
+			case a := <-ch:
+				t.Fatalf("copy %d answered %v (err %v) while the first copy's write was still running", i, a.out.Status, a.err)
+			default:
+			}
+		}
+		select {
+		case <-s.calls:
+			t.Fatal("a copy was written again while the first copy was in flight")
+		default:
+		}
+		s.gate <- nil
+		if a := <-first; a.err != nil || a.out.Status != dedupe.New || a.during {
+			t.Fatalf("first copy: %+v, want new after its write", a)
+		}
+		for i, ch := range joined {
+			if a := <-ch; a.err != nil || a.out.Status != dedupe.Duplicate || a.during {
+				t.Fatalf("copy %d: %+v, want duplicate after the write", i, a)
+			}
+		}
+		if n := s.inner.items.Load(); n != 1 {
+			t.Fatalf("the store was asked to write %d items for %d copies, want 1", n, copies+1)
+		}
+	})
+}
+
+// When the first copy's write fails, every copy that joined it gets the
+// error (503, never a 200 that hides the failure), nothing is remembered,
+// and the next delivery is new (G2, G4).
+func TestJoinedCopiesShareTheFailure(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := newGatedStore(t)
+		c := intake.NewCommitter(s, intake.CommitterOptions{})
+		defer c.Close()
+
+		first := submitAsync(c, s, item("evt_fail"))
+		<-s.calls
+		second := submitAsync(c, s, item("evt_fail"))
+		synctest.Wait()
+		boom := errors.New("disk I/O error")
+		s.gate <- boom
+		for name, ch := range map[string]<-chan answer{"first": first, "joined": second} {
+			if a := <-ch; !errors.Is(a.err, boom) {
+				t.Errorf("%s copy: %+v, want the store's error", name, a)
+			}
+		}
+		retry := submitAsync(c, s, item("evt_fail"))
+		if got := <-s.calls; len(got) != 1 {
+			t.Fatalf("retry write: %d items", len(got))
+		}
+		s.gate <- nil
+		if a := <-retry; a.err != nil || a.out.Status != dedupe.New {
+			t.Fatalf("retry after the failed write: %+v, want new", a)
+		}
+	})
+}
+
+// A write that fails is not remembered: the same event submitted again
+// reaches the store and is new (G4).
+func TestFailedWriteIsNotRemembered(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := newGatedStore(t)
+		c := intake.NewCommitter(s, intake.CommitterOptions{})
+		defer c.Close()
+		for attempt, gate := range []error{errors.New("database is locked"), nil} {
+			ch := submitAsync(c, s, item("evt_again"))
+			select {
+			case <-s.calls:
+			case a := <-ch:
+				t.Fatalf("attempt %d answered %+v without reaching the store", attempt, a)
+			}
+			s.gate <- gate
+			a := <-ch
+			switch {
+			case gate != nil && a.err == nil:
+				t.Fatalf("attempt %d: %+v, want the store's error", attempt, a)
+			case gate == nil && (a.err != nil || a.out.Status != dedupe.New):
+				t.Fatalf("attempt %d after a failed write: %+v, want new", attempt, a)
+			}
+		}
+	})
+}
+
+// Close writes what is queued behind a running write and answers it; it
+// neither drops it nor fails it (G4). The committer's loop picks between
+// its queue and its stop signal, so the round runs many times: a loop that
+// stopped without draining would lose one of them.
+func TestCloseWritesQueuedEvents(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := newGatedStore(t)
+		for round := range 20 {
+			closeWithQueuedEvent(t, s, round)
+		}
+	})
+}
+
+func closeWithQueuedEvent(t *testing.T, s *gatedStore, round int) {
+	t.Helper()
+	c := intake.NewCommitter(s, intake.CommitterOptions{})
+	running, queuedID := fmt.Sprint("evt_running_", round), fmt.Sprint("evt_queued_", round)
+	first := submitAsync(c, s, item(running))
+	<-s.calls
+	queued := submitAsync(c, s, item(queuedID))
+	synctest.Wait() // queued sits in the queue behind the running write
+	closed := make(chan struct{})
+	go func() {
+		c.Close()
+		close(closed)
+	}()
+	synctest.Wait()
+	select {
+	case <-closed:
+		t.Fatal("Close returned while a write was running")
+	default:
+	}
+	s.gate <- nil
+	select {
+	case got := <-s.calls:
+		if len(got) != 1 || got[0].Event.EventID != queuedID {
+			t.Fatalf("round %d: write after close: %+v, want the queued event", round, got)
+		}
+	case <-closed:
+		t.Fatalf("round %d: Close returned without writing the queued event", round)
+	}
+	s.gate <- nil
+	for name, ch := range map[string]<-chan answer{"running": first, "queued": queued} {
+		if a := <-ch; a.err != nil || a.out.Status != dedupe.New {
+			t.Fatalf("round %d: %s event: %+v, want new", round, name, a)
+		}
+	}
+	<-closed
+	if _, _, err := c.Submit(context.Background(), []inbox.Item{item("late")}); !errors.Is(err, intake.ErrClosed) {
+		t.Fatalf("submit after close: %v, want ErrClosed", err)
+	}
+}
+
+// The memory of committed keys is bounded: with room for 32 keys, most of
+// 300 resubmitted keys are answered by the store again (G6).
+func TestRecentKeysAreBounded(t *testing.T) {
+	t.Parallel()
+	store := &countingStore{Store: openStore(t)}
+	const size, keys = 32, 300
+	c := intake.NewCommitter(store, intake.CommitterOptions{RecentKeys: size})
+	defer c.Close()
+	submitAll := func(want dedupe.Status) {
+		t.Helper()
+		for i := range keys {
+			outs, errs, err := c.Submit(context.Background(), []inbox.Item{item(fmt.Sprint("k", i))})
+			if err != nil || errs[0] != nil || outs[0].Status != want {
+				t.Fatalf("key %d: %+v %v %v, want %v", i, outs, errs, err, want)
+			}
+		}
+	}
+	submitAll(dedupe.New)
+	before := store.items.Load()
+	submitAll(dedupe.Duplicate)
+	if reached := store.items.Load() - before; reached < keys-size {
+		t.Fatalf("%d of %d resubmitted keys reached the store: the memory holds more than %d", reached, keys, size)
+	}
+}
