@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hookgate/hookgate/dedupe"
+	dsqlite "github.com/hookgate/hookgate/dedupe/sqlite"
 	"github.com/hookgate/hookgate/internal/config"
 	"github.com/hookgate/hookgate/internal/inbox"
 	inboxsqlite "github.com/hookgate/hookgate/internal/inbox/sqlite"
@@ -52,6 +54,7 @@ func testSources() []config.Source {
 
 type bundle struct {
 	url     string
+	path    string
 	metrics *metrics.Metrics
 	store   *inboxsqlite.Store
 	sources map[string]*source.Source
@@ -61,11 +64,12 @@ type bundle struct {
 // setup serves the intake handler over a real socket on a fresh database.
 func setup(t testing.TB, maxBody int64) *bundle {
 	t.Helper()
-	store, err := inboxsqlite.Open(t.TempDir()+"/hookgate.db", inboxsqlite.Options{})
+	path := t.TempDir() + "/hookgate.db"
+	store, err := inboxsqlite.Open(path, inboxsqlite.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	b := &bundle{store: store, sources: map[string]*source.Source{}, now: time.Now, metrics: metrics.New()}
+	b := &bundle{path: path, store: store, sources: map[string]*source.Source{}, now: time.Now, metrics: metrics.New()}
 	var srcs []*source.Source
 	for _, sc := range testSources() {
 		s, err := source.New(sc, config.Default().Dedupe)
@@ -473,5 +477,98 @@ func TestMetricsCountOutcomes(t *testing.T) {
 	}
 	if n := testutil.CollectAndCount(b.metrics.DedupeSeconds); n != 1 {
 		t.Errorf("dedupe latency histogram: %d series", n)
+	}
+}
+
+// G1, G4: a COMMIT that fails is a 503, and nothing of the event is kept or
+// remembered: once the store works again the same delivery is new. The
+// failure comes from a deferred foreign key, which SQLite checks only at
+// COMMIT, after every statement of the transaction has succeeded.
+func TestFailingCommitAsksForRetry(t *testing.T) {
+	t.Parallel()
+	b := setup(t, 0)
+	if _, err := b.store.DB().Exec(`
+		CREATE TABLE commit_parent (id INTEGER PRIMARY KEY);
+		CREATE TABLE commit_trap (ref INTEGER REFERENCES commit_parent(id) DEFERRABLE INITIALLY DEFERRED);
+		CREATE TRIGGER commit_fails AFTER INSERT ON events BEGIN INSERT INTO commit_trap VALUES (1); END;`); err != nil {
+		t.Fatal(err)
+	}
+	body := stripeEvent("evt_commit", "charge.succeeded", "ch_c", "succeeded", 1764583200, false)
+	for range 2 {
+		req := b.request(t, "/in/stripe", b.sources["stripe"].Signer(), body, nil)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get("Retry-After") == "" {
+			t.Fatalf("failing commit: %d Retry-After %q, want 503 with Retry-After", resp.StatusCode, resp.Header.Get("Retry-After"))
+		}
+	}
+	if n := b.count(t, "events") + b.count(t, "dedupe_keys"); n != 0 {
+		t.Fatalf("rows kept after a failed commit: %d", n)
+	}
+	if _, err := b.store.DB().Exec(`DROP TRIGGER commit_fails`); err != nil {
+		t.Fatal(err)
+	}
+	if st, resp := b.post(t, "stripe", "/in/stripe", body, nil); st != http.StatusAccepted {
+		t.Fatalf("after the store recovered: %d %+v, want 202", st, resp)
+	}
+}
+
+// G2: a copy held by another process (a claim not yet committed, through a
+// second store on the same file) is in flight: 409 with Retry-After, every
+// time, and never remembered as seen; once that claim is released the
+// delivery is new.
+func TestInFlightElsewhereIsConflict(t *testing.T) {
+	t.Parallel()
+	b := setup(t, 0)
+	other, err := dsqlite.Open(b.path, dsqlite.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	body := stripeEvent("evt_elsewhere", "charge.succeeded", "ch_e", "succeeded", 1764583200, false)
+	req := b.request(t, "/in/stripe", b.sources["stripe"].Signer(), body, nil)
+	events, err := b.sources["stripe"].Events(req, body, "")
+	if err != nil || len(events) != 1 {
+		t.Fatalf("events: %v %v", events, err)
+	}
+	claims, err := other.Claim(context.Background(), time.Hour, events[0].Hash)
+	if err != nil || claims[0].Status != dedupe.New {
+		t.Fatalf("claim through the other store: %+v %v", claims, err)
+	}
+	for i := range 2 {
+		resp, err := http.DefaultClient.Do(b.request(t, "/in/stripe", b.sources["stripe"].Signer(), body, nil))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusConflict || resp.Header.Get("Retry-After") == "" {
+			t.Fatalf("delivery %d while in flight elsewhere: %d Retry-After %q, want 409 with Retry-After",
+				i, resp.StatusCode, resp.Header.Get("Retry-After"))
+		}
+	}
+	if err := other.Release(context.Background(), claims[0].Lease); err != nil {
+		t.Fatal(err)
+	}
+	if st, resp := b.post(t, "stripe", "/in/stripe", body, nil); st != http.StatusAccepted {
+		t.Fatalf("after the other claim was released: %d %+v, want 202", st, resp)
+	}
+}
+
+// G3: authentication comes before splitting and keying: an unsigned body
+// that has no event id is 401, not 400, for every provider.
+func TestAuthenticateBeforeSplit(t *testing.T) {
+	t.Parallel()
+	b := setup(t, 0)
+	for _, name := range []string{"std", "stripe", "gh", "shop", "crm"} {
+		st, resp := do(t, b.request(t, "/in/"+name, nil, []byte(`{"no":"id"}`), nil))
+		if st != http.StatusUnauthorized {
+			t.Errorf("%s: unsigned body without an id: %d %+v, want 401", name, st, resp)
+		}
+	}
+	if n := b.count(t, "events") + b.count(t, "dedupe_keys"); n != 0 {
+		t.Fatalf("rows written: %d", n)
 	}
 }
