@@ -56,6 +56,7 @@ sources:
     destinations:
       - name: sink
         url: %s/hooks
+        timeout: 1s
 `, dir, secretFile, dest.URL)
 	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)

@@ -147,7 +147,7 @@ func startWith(t *testing.T, opts server.Options, configure func(*config.Config)
 		if dc.MaxAttempts == 0 {
 			dc.MaxAttempts = 10
 		}
-		ds = append(ds, dc)
+		ds = append(ds, dc.WithDefaults())
 	}
 	cfg := config.Default()
 	cfg.Workers = 2
@@ -578,4 +578,38 @@ func TestPeriodicSweep(t *testing.T) {
 		}
 		return keys == 0
 	})
+}
+
+// G6: the sweep removes a key when its window ends but keeps the processed
+// event for the whole retention.
+func TestPeriodicSweepKeepsRetention(t *testing.T) {
+	t.Parallel()
+	dest := newDestination(t)
+	g := startWith(t, server.Options{}, func(c *config.Config) {
+		c.SweepEvery = config.Duration(20 * time.Millisecond)
+		c.Retention = config.Duration(time.Hour)
+		c.Sources[0].Window = config.Duration(50 * time.Millisecond)
+	}, dest)
+	body := charge("evt_keep", "charge.succeeded", "ch_keep", "succeeded", 100, false)
+	if st := g.send(t, body); st != http.StatusAccepted {
+		t.Fatalf("first delivery: %d", st)
+	}
+	processed := func() int {
+		st, err := g.store.Stats(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return st.Sources["stripe"].ByStatus[inbox.StatusProcessed]
+	}
+	waitFor(t, "the event to be processed", func() bool { return processed() == 1 })
+	waitFor(t, "the expired key to be swept", func() bool {
+		var keys int
+		if err := g.store.DB().QueryRow("SELECT count(*) FROM dedupe_keys").Scan(&keys); err != nil {
+			t.Fatal(err)
+		}
+		return keys == 0
+	})
+	if n := processed(); n != 1 {
+		t.Fatalf("processed events after a sweep within the retention: %d, want 1", n)
+	}
 }

@@ -710,3 +710,28 @@ func TestCompileSchema(t *testing.T) {
 		}
 	}
 }
+
+// G7: one destination refusing for good (422) kills only the events it is
+// for: in one batch, the other source's event is processed.
+func TestPermanentRefusalKillsOnlyItsEvent(t *testing.T) {
+	t.Parallel()
+	refusing := newDest(t, status(http.StatusUnprocessableEntity))
+	healthy := newDest(t, nil)
+	b := setup(t,
+		worker.Source{Name: "shop", Destinations: []worker.Destination{destination("strict", refusing, worker.OnEvent, 0)}},
+		worker.Source{Name: "crm", Destinations: []worker.Destination{destination("app", healthy, worker.OnEvent, 0)}})
+	b.start()
+	other := event("c1", 1, "open")
+	other.Source = "crm"
+	ids := b.add(event("o1", 1, "paid"), other)
+	if n := b.once(); n != 2 {
+		t.Fatalf("leased %d events in one batch, want 2", n)
+	}
+	if ev := b.wantStatus(ids[0], inbox.StatusDead); !strings.Contains(ev.LastError, "422") {
+		t.Errorf("refused event's error %q should name the status", ev.LastError)
+	}
+	b.wantStatus(ids[1], inbox.StatusProcessed)
+	if n := len(healthy.Calls()); n != 1 {
+		t.Errorf("healthy destination called %d times, want 1", n)
+	}
+}
