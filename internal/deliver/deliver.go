@@ -11,26 +11,39 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/hookgate/hookgate/verify"
 )
 
-// snippetSize bounds how much of a failed response's body is kept in its
-// error; drainSize how much is read so the connection can be reused.
+// bodySize bounds how much of a response's body an Outcome keeps;
+// snippetSize how much of it a failed attempt's error quotes; locationSize
+// how much of a redirect's Location; drainSize how much is read in all, so
+// the connection can be reused.
 const (
-	snippetSize = 256
-	drainSize   = 64 << 10
+	bodySize     = 1 << 10
+	snippetSize  = 256
+	locationSize = 256
+	drainSize    = 64 << 10
 )
 
 // Destination is where events are delivered.
 type Destination struct {
 	Name string
-	URL  string
+	// URL is where events are posted. It must be the final URL: redirects
+	// are never followed.
+	URL string
 	// Signer signs each delivery; nil sends it unsigned.
 	Signer *verify.Standard
 	// Timeout bounds one attempt, from connecting until the response is
 	// read; zero means no bound beyond the context.
 	Timeout time.Duration
+	// Headers are static request headers, such as Authorization, sent with
+	// every delivery. They cannot override Content-Type, webhook-id,
+	// webhook-signature, webhook-timestamp or the message's headers: those
+	// names are skipped here, and the message's headers are set after them.
+	Headers map[string]string
 }
 
 // Message is one event as a destination receives it.
@@ -48,14 +61,21 @@ type Outcome struct {
 	// Delivered: the destination answered 2xx.
 	Delivered bool
 	// Retryable: not delivered, and worth another attempt (408, 429, 5xx,
-	// a timeout or a connection error).
+	// a timeout or a connection error). A redirect is not: the
+	// destination's URL has to be corrected.
 	Retryable bool
 	// Code is the HTTP status; 0 when no response came.
 	Code int
 	// RetryAfter is the destination's Retry-After, if it sent one.
 	RetryAfter time.Duration
+	// Body is the start of the response's body (at most 1 KiB), for any
+	// status, as text safe to log: valid UTF-8, with every control
+	// character but newline and tab replaced by U+FFFD. Empty when no
+	// response came.
+	Body string
 	// Err says what went wrong; nil when delivered.
-	Err      error
+	Err error
+	// Duration is how long the attempt took, until the response was read.
 	Duration time.Duration
 }
 
@@ -65,16 +85,24 @@ type Client struct {
 	now  func() time.Time
 }
 
-// New returns a client sending through hc; nil means a client of its own.
+// New returns a client sending through a copy of hc that never follows
+// redirects (hc itself is left as it is); nil means a client of its own.
 func New(hc *http.Client) *Client {
-	if hc == nil {
-		hc = &http.Client{Transport: &http.Transport{
+	var own http.Client
+	if hc != nil {
+		own = *hc
+	} else {
+		own.Transport = &http.Transport{
 			Proxy:               http.ProxyFromEnvironment,
 			MaxIdleConnsPerHost: 64,
 			IdleConnTimeout:     90 * time.Second,
-		}}
+		}
 	}
-	return &Client{http: hc, now: time.Now}
+	// A redirect would be followed with the signed request re-sent (307,
+	// 308) or turned into a GET (301, 302, 303), to a URL nobody
+	// configured: the destination's URL is fixed instead.
+	own.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	return &Client{http: &own, now: time.Now}
 }
 
 // Deliver makes one attempt to deliver m to d.
@@ -85,7 +113,24 @@ func (c *Client) Deliver(ctx context.Context, d Destination, m Message) Outcome 
 	return out
 }
 
+// reserved are the headers a destination's static headers cannot set:
+// hookgate's own, which the application relies on.
+var reserved = map[string]bool{
+	"Content-Type": true,
+	http.CanonicalHeaderKey(verify.HeaderWebhookID):        true,
+	http.CanonicalHeaderKey(verify.HeaderWebhookSignature): true,
+	http.CanonicalHeaderKey(verify.HeaderWebhookTimestamp): true,
+}
+
 func (c *Client) deliver(ctx context.Context, d Destination, m Message) Outcome {
+	for k, v := range d.Headers {
+		// net/http refuses these too, but as an error of the attempt, which
+		// would be retried; a header is wrong on every attempt. The value
+		// is not shown: it may be a credential.
+		if !validHeaderName(k) || !validHeaderValue(v) {
+			return Outcome{Err: fmt.Errorf("deliver to %s: header %q: invalid name or value", d.Name, k)}
+		}
+	}
 	if d.Timeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, d.Timeout)
@@ -99,8 +144,16 @@ func (c *Client) deliver(ctx context.Context, d Destination, m Message) Outcome 
 	if ct == "" {
 		ct = "application/json"
 	}
+	// The order matters: each step may replace what came before, so the
+	// destination's headers never replace the message's, the webhook-id or
+	// the signature.
 	req.Header.Set("Content-Type", ct)
 	req.Header.Set("User-Agent", "hookgate")
+	for k, v := range d.Headers {
+		if !reserved[http.CanonicalHeaderKey(k)] {
+			req.Header.Set(k, v)
+		}
+	}
 	for k, v := range m.Headers {
 		req.Header.Set(k, v)
 	}
@@ -118,22 +171,93 @@ func (c *Client) deliver(ctx context.Context, d Destination, m Message) Outcome 
 		return Outcome{Retryable: true, Err: fmt.Errorf("deliver to %s: %w", d.Name, err)}
 	}
 	defer resp.Body.Close()
-	out := Outcome{Code: resp.StatusCode}
-	if resp.StatusCode >= 200 && resp.StatusCode < 300 {
+	head, _ := io.ReadAll(io.LimitReader(resp.Body, bodySize))
+	// The rest is read, up to a bound, so the connection can carry the
+	// next delivery.
+	io.Copy(io.Discard, io.LimitReader(resp.Body, drainSize-bodySize))
+	// A body cut at bodySize may end in the middle of a character, which
+	// is not the destination's fault; a shorter one is whole.
+	cut := len(head) == bodySize
+	out := Outcome{Code: resp.StatusCode, Body: text(head, bodySize, cut)}
+	switch {
+	case resp.StatusCode >= 200 && resp.StatusCode < 300:
 		out.Delivered = true
-		io.Copy(io.Discard, io.LimitReader(resp.Body, drainSize))
+		return out
+	case resp.StatusCode >= 300 && resp.StatusCode < 400 && resp.Header.Get("Location") != "":
+		out.Err = fmt.Errorf("deliver to %s: destination answered %d to %s; configure the final URL",
+			d.Name, resp.StatusCode, location(resp))
 		return out
 	}
-	snippet, _ := io.ReadAll(io.LimitReader(resp.Body, snippetSize))
-	io.Copy(io.Discard, io.LimitReader(resp.Body, drainSize))
 	out.Retryable = Retryable(resp.StatusCode)
 	out.RetryAfter = RetryAfter(resp.Header.Get("Retry-After"), c.now())
 	msg := fmt.Sprintf("deliver to %s: HTTP %d", d.Name, resp.StatusCode)
-	if s := strings.TrimSpace(string(snippet)); s != "" {
-		msg += ": " + strings.ToValidUTF8(s, "?")
+	if s := strings.TrimSpace(text(head, snippetSize, cut || len(head) > snippetSize)); s != "" {
+		msg += ": " + s
 	}
 	out.Err = errors.New(msg)
 	return out
+}
+
+// location is a redirect's target for an error message: resolved against
+// the request's URL, without a password, quoted and capped.
+func location(resp *http.Response) string {
+	loc := resp.Header.Get("Location")
+	if u, err := resp.Location(); err == nil {
+		loc = u.Redacted()
+	}
+	if len(loc) > locationSize {
+		return strconv.Quote(loc[:locationSize]) + "..."
+	}
+	return strconv.Quote(loc)
+}
+
+// text returns the start of b, at most n bytes, as text that is safe to
+// log: valid UTF-8, each invalid byte and each control character but
+// newline and tab replaced by U+FFFD. When b was cut from something
+// longer, an incomplete character at its end is dropped.
+func text(b []byte, n int, cut bool) string {
+	var sb strings.Builder
+	for len(b) > 0 {
+		r, size := utf8.DecodeRune(b)
+		if r == utf8.RuneError && size == 1 && cut && !utf8.FullRune(b) {
+			break
+		}
+		if r == utf8.RuneError && size == 1 || unicode.IsControl(r) && r != '\n' && r != '\t' {
+			r = utf8.RuneError
+		}
+		if sb.Len()+utf8.RuneLen(r) > n {
+			break
+		}
+		sb.WriteRune(r)
+		b = b[size:]
+	}
+	return sb.String()
+}
+
+// validHeaderName reports whether k is an HTTP token (RFC 9110).
+func validHeaderName(k string) bool {
+	if k == "" {
+		return false
+	}
+	for i := 0; i < len(k); i++ {
+		c := k[i]
+		if c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0 {
+			continue
+		}
+		return false
+	}
+	return true
+}
+
+// validHeaderValue reports whether v has no control character but tab,
+// so that neither CR, LF nor NUL can split or end the header.
+func validHeaderValue(v string) bool {
+	for i := 0; i < len(v); i++ {
+		if c := v[i]; c < ' ' && c != '\t' || c == 0x7f {
+			return false
+		}
+	}
+	return true
 }
 
 // Retryable reports whether an answer with HTTP status code is worth
@@ -144,13 +268,19 @@ func Retryable(code int) bool {
 }
 
 // RetryAfter parses a Retry-After header: delay seconds or an HTTP date.
-// It returns zero for an absent, malformed or past value.
+// It returns zero for an absent, malformed or past value. A delay too long
+// for a time.Duration (about 292 years) saturates at the longest one.
 func RetryAfter(v string, now time.Time) time.Duration {
 	v = strings.TrimSpace(v)
 	if v == "" {
 		return 0
 	}
-	if secs, err := strconv.ParseInt(v, 10, 64); err == nil {
+	secs, err := strconv.ParseInt(v, 10, 64)
+	if errors.Is(err, strconv.ErrRange) && strings.Trim(v, "0123456789") == "" {
+		// More seconds than an int64 holds, but delay-seconds still.
+		secs, err = math.MaxInt64, nil
+	}
+	if err == nil {
 		if secs <= 0 {
 			return 0
 		}
@@ -160,23 +290,49 @@ func RetryAfter(v string, now time.Time) time.Duration {
 		return time.Duration(secs) * time.Second
 	}
 	if t, err := http.ParseTime(v); err == nil && t.After(now) {
-		return t.Sub(now)
+		return t.Sub(now) // Sub saturates
 	}
 	return 0
 }
 
 // Backoff is a delay with full jitter: uniform in
-// [0, min(max, base*2^attempt)), with rnd giving a number in [0, 1).
+// [0, min(maxDelay, base*2^attempt)), with rnd giving a number in [0, 1).
 // Attempt 0 (the delay after the first failure) is bounded by base; the
-// bound doubles with each attempt until it reaches max.
-func Backoff(attempt int, base, max time.Duration, rnd func() float64) time.Duration {
-	ceiling := max
-	attempt = min(attempt, 62)
-	if attempt < 0 {
-		attempt = 0
+// bound doubles with each attempt until it reaches maxDelay. A base or
+// maxDelay that is not positive gives zero; so does a NaN from rnd, and
+// one outside [0, 1) is held inside it.
+func Backoff(attempt int, base, maxDelay time.Duration, rnd func() float64) time.Duration {
+	if base <= 0 || maxDelay <= 0 {
+		return 0
 	}
-	if base <= max>>attempt {
-		ceiling = base << attempt
+	attempt = min(max(attempt, 0), 62)
+	ceiling := maxDelay
+	if base <= maxDelay>>attempt {
+		ceiling = base << attempt // cannot overflow: at most maxDelay
 	}
-	return time.Duration(rnd() * float64(ceiling))
+	f := rnd()
+	switch {
+	case !(f > 0): // also NaN
+		return 0
+	case f >= 1:
+		return ceiling - 1
+	}
+	// f < 1 keeps the product below 2^63, so the conversion is in range;
+	// float64(ceiling) and the product may still round up to ceiling.
+	return min(time.Duration(f*float64(ceiling)), ceiling-1)
+}
+
+// NextDelay is the delay before the next attempt after the attempt-th
+// failed one (attempt 1 is the first failure): the Backoff from initial,
+// at least retryAfter (the destination's Retry-After), and never more than
+// maxDelay. It neither overflows nor goes negative for any input: an
+// attempt below 1 counts as 1, a maxDelay that is not positive gives zero,
+// and a huge retryAfter is capped to maxDelay.
+func NextDelay(attempt int, initial, maxDelay, retryAfter time.Duration, rnd func() float64) time.Duration {
+	if maxDelay <= 0 {
+		return 0
+	}
+	// max(attempt, 1) first: attempt-1 of the smallest int would wrap.
+	d := Backoff(max(attempt, 1)-1, initial, maxDelay, rnd)
+	return min(max(d, retryAfter), maxDelay)
 }

@@ -3,14 +3,18 @@ package deliver_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
+	"math"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"go.uber.org/goleak"
 
@@ -224,8 +228,14 @@ func TestRetryAfter(t *testing.T) {
 		{"Sat, 01 Mar 2025 12:05:00 GMT", 5 * time.Minute},
 		{"Sat, 01 Mar 2025 11:00:00 GMT", 0},
 		{"Saturday, 01-Mar-25 12:00:10 GMT", 10 * time.Second},
-		{"99999999999999999999", 0},
-		{"9223372036854775807", time.Duration(1<<63 - 1)},
+		{"9223372036854775807", time.Duration(math.MaxInt64)},
+		// Longer than a Duration holds: the longest one, not a wrapped or
+		// dropped value.
+		{"99999999999", time.Duration(math.MaxInt64)},
+		{"99999999999999999999", time.Duration(math.MaxInt64)},
+		{"-99999999999999999999", 0},
+		{"Thu, 01 Mar 2125 12:00:00 GMT", now.AddDate(100, 0, 0).Sub(now)},
+		{"Sat, 01 Mar 2425 12:00:00 GMT", time.Duration(math.MaxInt64)},
 		{"1.5", 0},
 		{"", 0},
 	} {
@@ -322,6 +332,428 @@ func TestBackoff(t *testing.T) {
 		}
 		if got := deliver.Backoff(tc.attempt, base, max, func() float64 { return 0.5 }); got != tc.ceiling/2 {
 			t.Errorf("Backoff(%d) halfway = %v, want %v", tc.attempt, got, tc.ceiling/2)
+		}
+	}
+}
+
+// target starts a server that only counts what reaches it: where a
+// redirect points, which nothing should reach.
+func target(t *testing.T) (*httptest.Server, *atomic.Int32) {
+	t.Helper()
+	var hits atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		hits.Add(1)
+	}))
+	t.Cleanup(srv.Close)
+	return srv, &hits
+}
+
+// redirect answers code with a Location of loc.
+func redirect(code int, loc string) http.HandlerFunc {
+	return func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Location", loc)
+		w.WriteHeader(code)
+		io.WriteString(w, "moved")
+	}
+}
+
+// wantRedirectRefused checks that out is a permanent failure with code
+// whose error names loc.
+func wantRedirectRefused(t *testing.T, out deliver.Outcome, code int, loc string) {
+	t.Helper()
+	if out.Delivered || out.Retryable || out.Code != code || out.Err == nil {
+		t.Fatalf("outcome = %+v, want a permanent failure with %d", out, code)
+	}
+	want := fmt.Sprintf("deliver to app: destination answered %d to %q; configure the final URL", code, loc)
+	if out.Err.Error() != want {
+		t.Errorf("error = %q, want %q", out.Err, want)
+	}
+}
+
+func TestDeliverDoesNotFollowRedirects(t *testing.T) {
+	t.Parallel()
+	for _, code := range []int{301, 302, 303, 307, 308} {
+		t.Run(strconv.Itoa(code), func(t *testing.T) {
+			t.Parallel()
+			other, hits := target(t)
+			loc := other.URL + "/final?k=v"
+			url, got := destination(t, redirect(code, loc))
+			out := newClient(t).Deliver(context.Background(), deliver.Destination{Name: "app", URL: url, Signer: signer(t)}, msg)
+			wantRedirectRefused(t, out, code, loc)
+			if len(got) != 1 {
+				t.Errorf("destination got %d requests, want 1", len(got))
+			}
+			// Deliver has returned: a followed redirect would have reached
+			// other by now.
+			if n := hits.Load(); n != 0 {
+				t.Errorf("the Location got %d requests, want none", n)
+			}
+			if out.Body != "moved" {
+				t.Errorf("Body = %q, want the redirect's body", out.Body)
+			}
+		})
+	}
+}
+
+func TestDeliverRedirectLoop(t *testing.T) {
+	t.Parallel()
+	url, got := destination(t, redirect(http.StatusFound, "/loop"))
+	out := newClient(t).Deliver(context.Background(), deliver.Destination{Name: "app", URL: url + "/loop"}, msg)
+	wantRedirectRefused(t, out, http.StatusFound, url+"/loop")
+	if len(got) != 1 {
+		t.Errorf("destination got %d requests, want 1", len(got))
+	}
+}
+
+// New(nil) builds its own client, which must not follow redirects either.
+func TestDeliverOwnClientDoesNotFollowRedirects(t *testing.T) {
+	t.Parallel()
+	other, hits := target(t)
+	url, _ := destination(t, func(w http.ResponseWriter, r *http.Request) {
+		// The client's connections cannot be closed from here: the server
+		// closes this one, so no goroutine outlives the test.
+		w.Header().Set("Connection", "close")
+		redirect(http.StatusTemporaryRedirect, other.URL)(w, r)
+	})
+	out := deliver.New(nil).Deliver(context.Background(), deliver.Destination{Name: "app", URL: url}, msg)
+	wantRedirectRefused(t, out, http.StatusTemporaryRedirect, other.URL)
+	if n := hits.Load(); n != 0 {
+		t.Errorf("the Location got %d requests, want none", n)
+	}
+}
+
+// The caller's client is copied, not changed: it still follows redirects
+// for the caller's own requests.
+func TestDeliverLeavesCallerClientAlone(t *testing.T) {
+	t.Parallel()
+	other, hits := target(t)
+	url, _ := destination(t, redirect(http.StatusPermanentRedirect, other.URL))
+	tr := &http.Transport{}
+	t.Cleanup(tr.CloseIdleConnections)
+	hc := &http.Client{Transport: tr}
+	out := deliver.New(hc).Deliver(context.Background(), deliver.Destination{Name: "app", URL: url}, msg)
+	wantRedirectRefused(t, out, http.StatusPermanentRedirect, other.URL)
+	if hc.CheckRedirect != nil {
+		t.Fatal("New set the caller's CheckRedirect")
+	}
+	resp, err := hc.Post(url, "application/json", strings.NewReader(`{}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || hits.Load() != 1 {
+		t.Fatalf("the caller's client got %d, Location %d requests; want it to follow the redirect", resp.StatusCode, hits.Load())
+	}
+}
+
+func TestDeliverRedirectLocation(t *testing.T) {
+	t.Parallel()
+	long := "https://other.example/" + strings.Repeat("a", 5000)
+	for _, tc := range []struct {
+		name     string
+		location func(url string) string
+		want     func(url string) string
+	}{
+		{"relative", func(string) string { return "/moved" }, func(url string) string { return strconv.Quote(url + "/moved") }},
+		{"password", func(string) string { return "https://u:secret@other.example/x" },
+			func(string) string { return strconv.Quote("https://u:xxxxx@other.example/x") }},
+		{"long", func(string) string { return long }, func(string) string { return strconv.Quote(long[:256]) + "..." }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			var url string
+			url, _ = destination(t, func(w http.ResponseWriter, r *http.Request) {
+				redirect(http.StatusFound, tc.location("http://"+r.Host))(w, r)
+			})
+			out := newClient(t).Deliver(context.Background(), deliver.Destination{Name: "app", URL: url}, msg)
+			if out.Retryable || out.Err == nil {
+				t.Fatalf("outcome = %+v, want a permanent failure", out)
+			}
+			want := "destination answered 302 to " + tc.want(url) + "; configure the final URL"
+			if !strings.HasSuffix(out.Err.Error(), want) {
+				t.Errorf("error = %.400q, want it to end %.400q", out.Err, want)
+			}
+		})
+	}
+}
+
+func TestDeliverDestinationHeaders(t *testing.T) {
+	t.Parallel()
+	url, got := destination(t, status(http.StatusNoContent))
+	d := deliver.Destination{Name: "app", URL: url, Signer: signer(t), Headers: map[string]string{
+		"Authorization":     "Bearer tok",
+		"User-Agent":        "app-gateway/1",
+		"content-type":      "text/plain",
+		"Webhook-Id":        "forged",
+		"webhook-signature": "v1,Zm9yZ2Vk",
+		"webhook-timestamp": "1",
+		"X-Hookgate-Source": "forged",
+	}}
+	out := newClient(t).Deliver(context.Background(), d, msg)
+	if !out.Delivered {
+		t.Fatalf("outcome = %+v, want delivered", out)
+	}
+	r := <-got
+	if r.err != nil {
+		t.Errorf("signature does not verify: %v", r.err)
+	}
+	for k, want := range map[string]string{
+		"Authorization":        "Bearer tok",
+		"User-Agent":           "app-gateway/1",
+		"Content-Type":         "application/json",
+		verify.HeaderWebhookID: msg.WebhookID,
+		"X-Hookgate-Source":    "stripe",
+	} {
+		if v := r.header.Values(k); len(v) != 1 || v[0] != want {
+			t.Errorf("%s = %q, want %q", k, v, want)
+		}
+	}
+	for _, k := range []string{verify.HeaderWebhookSignature, verify.HeaderWebhookTimestamp} {
+		if v := r.header.Values(k); len(v) != 1 || strings.Contains(v[0], "Zm9yZ2Vk") || v[0] == "1" {
+			t.Errorf("%s = %q, want the signer's", k, v)
+		}
+	}
+}
+
+// An unsigned destination's headers cannot make it look signed.
+func TestDeliverDestinationHeadersUnsigned(t *testing.T) {
+	t.Parallel()
+	url, got := destination(t, status(http.StatusNoContent))
+	d := deliver.Destination{Name: "app", URL: url, Headers: map[string]string{
+		"Webhook-Signature": "v1,Zm9yZ2Vk", "Webhook-Timestamp": "1", "X-Api-Key": "k",
+	}}
+	if out := newClient(t).Deliver(context.Background(), d, msg); !out.Delivered {
+		t.Fatalf("outcome = %+v, want delivered", out)
+	}
+	r := <-got
+	for _, k := range []string{verify.HeaderWebhookSignature, verify.HeaderWebhookTimestamp} {
+		if v := r.header.Get(k); v != "" {
+			t.Errorf("%s = %q, want none", k, v)
+		}
+	}
+	if v := r.header.Get("X-Api-Key"); v != "k" {
+		t.Errorf("X-Api-Key = %q, want k", v)
+	}
+}
+
+// A header that cannot be sent fails for good, without showing its value.
+func TestDeliverInvalidDestinationHeader(t *testing.T) {
+	t.Parallel()
+	for name, h := range map[string]map[string]string{
+		"value": {"Authorization": "Bearer tok\r\nX-Injected: 1"},
+		"name":  {"Bad Name": "v"},
+		"empty": {"": "v"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			url, got := destination(t, status(http.StatusNoContent))
+			out := newClient(t).Deliver(context.Background(), deliver.Destination{Name: "app", URL: url, Headers: h}, msg)
+			if out.Delivered || out.Retryable || out.Err == nil {
+				t.Fatalf("outcome = %+v, want a permanent failure", out)
+			}
+			if strings.Contains(out.Err.Error(), "tok") {
+				t.Errorf("error %q shows the header's value", out.Err)
+			}
+			if len(got) != 0 {
+				t.Error("the request was sent")
+			}
+		})
+	}
+}
+
+// safeText reports whether s is valid UTF-8 without control characters
+// but newline and tab.
+func safeText(s string) bool {
+	if !utf8.ValidString(s) {
+		return false
+	}
+	for _, r := range s {
+		if r < ' ' && r != '\n' && r != '\t' || r >= 0x7f && r < 0xa0 {
+			return false
+		}
+	}
+	return true
+}
+
+func TestDeliverBody(t *testing.T) {
+	t.Parallel()
+	const raw = "\x00\x01a\x1b[31mb\r\n\tc\xff\xfed\u0085e\u00e9\u20ac "
+	const want = "\uFFFD\uFFFDa\uFFFD[31mb\uFFFD\n\tc\uFFFD\uFFFDd\uFFFDe\u00e9\u20ac "
+	for _, code := range []int{http.StatusOK, http.StatusBadRequest, http.StatusServiceUnavailable} {
+		t.Run(strconv.Itoa(code), func(t *testing.T) {
+			t.Parallel()
+			url, _ := destination(t, func(w http.ResponseWriter, _ *http.Request) {
+				w.WriteHeader(code)
+				io.WriteString(w, raw)
+			})
+			out := newClient(t).Deliver(context.Background(), deliver.Destination{Name: "app", URL: url}, msg)
+			if out.Body != want {
+				t.Errorf("Body = %q, want %q", out.Body, want)
+			}
+			if out.Delivered {
+				return
+			}
+			if out.Err == nil || !safeText(out.Err.Error()) || !strings.HasSuffix(out.Err.Error(), ": "+strings.TrimSpace(want)) {
+				t.Errorf("error = %q, want it to end with the sanitised, trimmed body", out.Err)
+			}
+		})
+	}
+}
+
+func TestDeliverBodyIsCapped(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name    string
+		code    int
+		body    string
+		want    string // Body
+		snippet string // in the error, if not delivered
+	}{
+		{"ascii", 200, strings.Repeat("x", 5000), strings.Repeat("x", 1024), ""},
+		{"ascii failed", 500, strings.Repeat("x", 5000), strings.Repeat("x", 1024), strings.Repeat("x", 256)},
+		// 3-byte characters: 1024 bytes end inside the 342nd, which is
+		// dropped rather than shown as invalid.
+		{"euro", 422, strings.Repeat("€", 2000), strings.Repeat("€", 341), strings.Repeat("€", 85)},
+		// Replacements take 3 bytes each; still at most 1 KiB.
+		{"controls", 502, strings.Repeat("\x00", 2000), strings.Repeat("\uFFFD", 341), strings.Repeat("\uFFFD", 85)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			url, _ := destination(t, func(w http.ResponseWriter, _ *http.Request) {
+				w.WriteHeader(tc.code)
+				io.WriteString(w, tc.body)
+			})
+			out := newClient(t).Deliver(context.Background(), deliver.Destination{Name: "app", URL: url}, msg)
+			if out.Body != tc.want {
+				t.Errorf("Body = %d bytes %.40q..., want %d bytes %.40q...", len(out.Body), out.Body, len(tc.want), tc.want)
+			}
+			if tc.snippet == "" {
+				return
+			}
+			want := fmt.Sprintf("deliver to app: HTTP %d: %s", tc.code, tc.snippet)
+			if out.Err == nil || out.Err.Error() != want {
+				t.Errorf("error = %.60q (%d bytes), want %.60q (%d bytes)", out.Err, len(out.Err.Error()), want, len(want))
+			}
+		})
+	}
+}
+
+// A Retry-After beyond any sensible wait comes out huge, not wrapped
+// negative, and NextDelay holds it to the maximum.
+func TestDeliverHugeRetryAfter(t *testing.T) {
+	t.Parallel()
+	for _, value := range []string{"99999999999", time.Now().AddDate(100, 0, 0).UTC().Format(http.TimeFormat)} {
+		t.Run(value, func(t *testing.T) {
+			t.Parallel()
+			url, _ := destination(t, func(w http.ResponseWriter, _ *http.Request) {
+				w.Header().Set("Retry-After", value)
+				w.WriteHeader(http.StatusTooManyRequests)
+			})
+			out := newClient(t).Deliver(context.Background(), deliver.Destination{Name: "app", URL: url}, msg)
+			if !out.Retryable || out.RetryAfter < 99*365*24*time.Hour {
+				t.Fatalf("outcome = %+v, want retryable after about a century or more", out)
+			}
+			if d := deliver.NextDelay(1, time.Second, time.Hour, out.RetryAfter, func() float64 { return 0.5 }); d != time.Hour {
+				t.Errorf("NextDelay = %v, want the maximum, 1h", d)
+			}
+		})
+	}
+}
+
+func TestNextDelay(t *testing.T) {
+	t.Parallel()
+	const maxInt = time.Duration(math.MaxInt64)
+	half := func() float64 { return 0.5 }
+	top := func() float64 { return math.Nextafter(1, 0) }
+	for _, tc := range []struct {
+		name                          string
+		attempt                       int
+		initial, maxDelay, retryAfter time.Duration
+		rnd                           func() float64
+		min, max                      time.Duration
+	}{
+		{"first failure", 1, time.Second, time.Hour, 0, half, 500 * time.Millisecond, 500 * time.Millisecond},
+		{"first failure, top", 1, time.Second, time.Hour, 0, top, time.Second - time.Millisecond, time.Second - 1},
+		{"third failure", 3, time.Second, time.Hour, 0, half, 2 * time.Second, 2 * time.Second},
+		{"retry after wins", 1, time.Second, time.Hour, 30 * time.Second, half, 30 * time.Second, 30 * time.Second},
+		{"backoff wins", 13, time.Second, time.Hour, 30 * time.Second, half, 30 * time.Minute, 30 * time.Minute},
+		{"retry after capped", 1, time.Second, time.Hour, maxInt, half, time.Hour, time.Hour},
+		{"attempt 10000", 10000, time.Second, time.Hour, 0, top, time.Hour - time.Second, time.Hour - 1},
+		{"largest attempt", math.MaxInt, time.Second, time.Hour, 0, half, 30 * time.Minute, 30 * time.Minute},
+		{"attempt 0", 0, time.Second, time.Hour, 0, half, 500 * time.Millisecond, 500 * time.Millisecond},
+		{"smallest attempt", math.MinInt, time.Second, time.Hour, 0, half, 500 * time.Millisecond, 500 * time.Millisecond},
+		{"initial above max", 1, 2 * time.Hour, time.Hour, 0, half, 30 * time.Minute, 30 * time.Minute},
+		{"largest everything", 10000, maxInt, maxInt, maxInt, top, maxInt, maxInt},
+		{"largest, no retry after", 10000, maxInt, maxInt, 0, top, maxInt - 1<<11, maxInt - 1},
+		{"zero initial", 5, 0, time.Hour, 0, half, 0, 0},
+		{"negative initial", 5, -time.Second, time.Hour, 0, half, 0, 0},
+		{"negative retry after", 1, time.Second, time.Hour, -time.Hour, half, 500 * time.Millisecond, 500 * time.Millisecond},
+		{"smallest retry after", 1, time.Second, time.Hour, math.MinInt64, half, 500 * time.Millisecond, 500 * time.Millisecond},
+		{"zero max", 3, time.Second, 0, time.Minute, half, 0, 0},
+		{"negative max", 3, time.Second, -time.Hour, time.Minute, half, 0, 0},
+		{"smallest max", 3, time.Second, math.MinInt64, maxInt, half, 0, 0},
+		{"rnd 1", 1, time.Second, time.Hour, 0, func() float64 { return 1 }, time.Second - 1, time.Second - 1},
+		{"rnd above 1", 10000, maxInt, maxInt, 0, func() float64 { return 2 }, maxInt - 1, maxInt - 1},
+		{"rnd +Inf", 1, time.Second, time.Hour, 0, func() float64 { return math.Inf(1) }, time.Second - 1, time.Second - 1},
+		{"rnd negative", 1, time.Second, time.Hour, 0, func() float64 { return -1 }, 0, 0},
+		{"rnd NaN", 1, time.Second, time.Hour, 0, math.NaN, 0, 0},
+	} {
+		d := deliver.NextDelay(tc.attempt, tc.initial, tc.maxDelay, tc.retryAfter, tc.rnd)
+		if d < tc.min || d > tc.max {
+			t.Errorf("%s: NextDelay(%d, %v, %v, %v) = %v, want in [%v, %v]",
+				tc.name, tc.attempt, tc.initial, tc.maxDelay, tc.retryAfter, d, tc.min, tc.max)
+		}
+	}
+}
+
+// NextDelay stays in [0, maxDelay] whatever it is given, and honours a
+// Retry-After up to the maximum.
+func FuzzNextDelay(f *testing.F) {
+	f.Add(1, int64(time.Second), int64(time.Hour), int64(0), 0.5)
+	f.Add(10000, int64(time.Second), int64(time.Hour), int64(math.MaxInt64), 0.999)
+	f.Add(math.MinInt, int64(math.MaxInt64), int64(math.MaxInt64), int64(math.MinInt64), 1.0)
+	f.Add(62, int64(2*time.Hour), int64(time.Hour), int64(-1), math.NaN())
+	f.Add(0, int64(-1), int64(0), int64(5), math.Inf(-1))
+	f.Fuzz(func(t *testing.T, attempt int, initial, maxDelay, retryAfter int64, r float64) {
+		d := deliver.NextDelay(attempt, time.Duration(initial), time.Duration(maxDelay), time.Duration(retryAfter),
+			func() float64 { return r })
+		if d < 0 {
+			t.Fatalf("NextDelay = %v, negative", d)
+		}
+		if maxDelay <= 0 {
+			if d != 0 {
+				t.Fatalf("NextDelay with max %v = %v, want 0", time.Duration(maxDelay), d)
+			}
+			return
+		}
+		if d > time.Duration(maxDelay) {
+			t.Fatalf("NextDelay = %v, above the max %v", d, time.Duration(maxDelay))
+		}
+		if want := min(retryAfter, maxDelay); int64(d) < want {
+			t.Fatalf("NextDelay = %v, below the Retry-After %v (max %v)", d, time.Duration(retryAfter), time.Duration(maxDelay))
+		}
+	})
+}
+
+func TestBackoffOutOfRange(t *testing.T) {
+	t.Parallel()
+	half := func() float64 { return 0.5 }
+	for _, tc := range []struct {
+		name           string
+		base, maxDelay time.Duration
+		rnd            func() float64
+		want           time.Duration
+	}{
+		{"zero base", 0, time.Hour, half, 0},
+		{"negative base", -time.Second, time.Hour, half, 0},
+		{"zero max", time.Second, 0, half, 0},
+		{"negative max", time.Second, -time.Hour, half, 0},
+		{"rnd 1", time.Second, time.Hour, func() float64 { return 1 }, time.Second - 1},
+		{"rnd NaN", time.Second, time.Hour, math.NaN, 0},
+		{"largest", math.MaxInt64, math.MaxInt64, func() float64 { return 1 }, math.MaxInt64 - 1},
+	} {
+		if got := deliver.Backoff(0, tc.base, tc.maxDelay, tc.rnd); got != tc.want {
+			t.Errorf("%s: Backoff = %v, want %v", tc.name, got, tc.want)
 		}
 	}
 }

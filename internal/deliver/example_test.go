@@ -56,3 +56,20 @@ func ExampleBackoff() {
 	// 2s
 	// 2.5s
 }
+
+// The delay before the next attempt: the backoff, or the destination's
+// Retry-After when that is longer, never beyond the maximum.
+func ExampleNextDelay() {
+	half := func() float64 { return 0.5 }
+	fmt.Println(deliver.NextDelay(1, time.Second, time.Hour, 0, half))
+	fmt.Println(deliver.NextDelay(4, time.Second, time.Hour, 0, half))
+	fmt.Println(deliver.NextDelay(1, time.Second, time.Hour, 2*time.Minute, half))
+	fmt.Println(deliver.NextDelay(1, time.Second, time.Hour, 100*365*24*time.Hour, half))
+	fmt.Println(deliver.NextDelay(10000, time.Second, time.Hour, 0, half))
+	// Output:
+	// 500ms
+	// 4s
+	// 2m0s
+	// 1h0m0s
+	// 30m0s
+}
