@@ -37,8 +37,8 @@ type Options struct {
 	Now func() time.Time
 	// Idle is how often an idle worker looks for due events (retries).
 	Idle time.Duration
-	// BackoffBase and BackoffMax bound retry delays; Rand draws their
-	// jitter in [0, 1).
+	// BackoffBase and BackoffMax, when set, replace every destination's
+	// retry_initial and retry_max_delay; Rand draws the jitter in [0, 1).
 	BackoffBase, BackoffMax time.Duration
 	Rand                    func() float64
 	// IntakeOnly keeps the workers stopped: events are accepted and stored
@@ -82,7 +82,7 @@ func New(cfg config.Config, opts Options) (*Server, error) {
 		}
 		s.sources = append(s.sources, src)
 	}
-	wsources, err := workerSources(cfg)
+	wsources, err := workerSources(cfg, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -120,7 +120,7 @@ func New(cfg config.Config, opts Options) (*Server, error) {
 
 // workerSources turns the configured sources into what workers need:
 // compiled schemas and signing destinations.
-func workerSources(cfg config.Config) (map[string]worker.Source, error) {
+func workerSources(cfg config.Config, opts Options) (map[string]worker.Source, error) {
 	out := make(map[string]worker.Source, len(cfg.Sources))
 	for _, sc := range cfg.Sources {
 		ws := worker.Source{Name: sc.Name}
@@ -133,9 +133,19 @@ func workerSources(cfg config.Config) (map[string]worker.Source, error) {
 		}
 		for _, dc := range sc.Destinations {
 			d := worker.Destination{
-				Destination: deliver.Destination{Name: dc.Name, URL: dc.URL, Timeout: time.Duration(dc.Timeout)},
-				On:          dc.On,
-				MaxAttempts: dc.MaxAttempts,
+				Destination: deliver.Destination{Name: dc.Name, URL: dc.URL, Timeout: time.Duration(dc.Timeout),
+					Headers: headers(dc.Headers)},
+				On:            dc.On,
+				MaxAttempts:   dc.MaxAttempts,
+				RetryInitial:  time.Duration(dc.RetryInitial),
+				RetryMaxDelay: time.Duration(dc.RetryMaxDelay),
+				MaxInFlight:   dc.MaxInFlight,
+			}
+			if opts.BackoffBase > 0 {
+				d.RetryInitial = opts.BackoffBase
+			}
+			if opts.BackoffMax > 0 {
+				d.RetryMaxDelay = opts.BackoffMax
 			}
 			if secret := dc.Secret.Value(); secret != "" {
 				signer, err := verify.NewStandard(secret)
@@ -149,6 +159,18 @@ func workerSources(cfg config.Config) (map[string]worker.Source, error) {
 		out[sc.Name] = ws
 	}
 	return out, nil
+}
+
+// headers resolves a destination's static headers; nil when it has none.
+func headers(hs map[string]config.HeaderValue) map[string]string {
+	if len(hs) == 0 {
+		return nil
+	}
+	out := make(map[string]string, len(hs))
+	for k, v := range hs {
+		out[k] = v.Value()
+	}
+	return out
 }
 
 // Close stops intake: events submitted before are written and answered,

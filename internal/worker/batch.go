@@ -194,6 +194,19 @@ func (p *Pool) retryAfter(j *job, delay time.Duration, reason string) {
 	j.retry = append(j.retry, reason)
 }
 
+// retryDelay is the delay before retrying d after its n-th failed
+// attempt, which asked to wait retryAfter.
+func (p *Pool) retryDelay(d Destination, n int, retryAfter time.Duration) time.Duration {
+	initial, maxDelay := d.RetryInitial, d.RetryMaxDelay
+	if initial <= 0 {
+		initial = p.opts.BackoffBase
+	}
+	if maxDelay <= 0 {
+		maxDelay = p.opts.BackoffMax
+	}
+	return deliver.NextDelay(n, initial, maxDelay, retryAfter, p.opts.Rand)
+}
+
 // backoff is the delay after the attempt-th failed attempt.
 func (p *Pool) backoff(attempt int) time.Duration {
 	return deliver.Backoff(max(attempt-1, 0), p.opts.BackoffBase, p.opts.BackoffMax, p.opts.Rand)
@@ -213,20 +226,20 @@ func (p *Pool) deliverAll(ctx context.Context, jobs []*job) error {
 	if err != nil {
 		return fmt.Errorf("deliveries: %w", err)
 	}
-	sem := make(chan struct{}, parallel)
 	var wg sync.WaitGroup
 	for _, j := range jobs {
 		for _, d := range j.src.Destinations {
-			if d.On == OnTransition && !j.applied.Transition {
+			if !d.wants(j.applied) {
 				continue
 			}
 			prev := done[j.ev.ID][d.Name]
 			if prev.Status == inbox.DeliveryDelivered {
 				continue
 			}
-			sem <- struct{}{}
+			slots := p.slots[[2]string{j.src.Name, d.Name}]
+			slots <- struct{}{}
 			wg.Go(func() {
-				defer func() { <-sem }()
+				defer func() { <-slots }()
 				defer p.recoverInto(j)
 				p.attempt(ctx, j, d, prev.Attempts+1)
 			})
@@ -254,7 +267,7 @@ func (p *Pool) attempt(ctx context.Context, j *job, d Destination, n int) {
 			p.fail(j, metrics.DeadAttempts, fmt.Sprintf("%v (attempt %d of %d)", out.Err, n, limit))
 		default:
 			outcome = metrics.DeliveryRetry
-			p.retryAfter(j, max(p.backoff(n), out.RetryAfter), out.Err.Error())
+			p.retryAfter(j, p.retryDelay(d, n, out.RetryAfter), out.Err.Error())
 		}
 	}
 	if err := p.opts.Store.RecordDelivery(ctx, rec); err != nil {

@@ -27,9 +27,10 @@ const (
 	// DefaultBackoffMax caps every retry's delay.
 	DefaultBackoffMax = time.Hour
 	// DefaultMaxAttempts is a destination's attempts when it sets none.
-	DefaultMaxAttempts = 10
-	// parallel bounds the deliveries one worker has in flight.
-	parallel = 16
+	DefaultMaxAttempts = 20
+	// DefaultMaxInFlight bounds a destination's deliveries in flight
+	// across the pool when it sets no bound.
+	DefaultMaxInFlight = 16
 )
 
 // On values of a destination.
@@ -39,16 +40,41 @@ const (
 	// OnTransition: it gets only the events that changed their entity's
 	// state.
 	OnTransition = "transition"
+	// OnAll: it gets every event, stale ones included (an audit sink).
+	OnAll = "all"
 )
 
 // Destination is a destination with its processing policy.
 type Destination struct {
 	deliver.Destination
-	// On is OnEvent (also when empty) or OnTransition.
+	// On is OnEvent (also when empty), OnTransition or OnAll. A stale
+	// event (older than the entity's state) goes only to OnAll
+	// destinations.
 	On string
 	// MaxAttempts is how many failed attempts to this destination make
 	// the event dead; zero means DefaultMaxAttempts.
 	MaxAttempts int
+	// RetryInitial and RetryMaxDelay shape the delay before a retry:
+	// exponential with full jitter from RetryInitial, at least the
+	// destination's Retry-After, never more than RetryMaxDelay. Zero
+	// means the pool's BackoffBase and BackoffMax.
+	RetryInitial, RetryMaxDelay time.Duration
+	// MaxInFlight bounds this destination's deliveries in flight across
+	// all the pool's workers; zero means DefaultMaxInFlight.
+	MaxInFlight int
+}
+
+// wants reports whether d is for an event applied as a.
+func (d Destination) wants(a inbox.Applied) bool {
+	switch {
+	case d.On == OnAll:
+		return true
+	case a.Outcome == inbox.ApplyStale:
+		return false
+	case d.On == OnTransition:
+		return a.Transition
+	}
+	return true
 }
 
 // Source is what processing needs of a configured source.
@@ -112,6 +138,10 @@ type Pool struct {
 	opts Options
 	wake chan struct{}
 	name string
+	// slots bounds each destination's deliveries in flight, by source
+	// and destination name, across the pool's workers: a slow
+	// destination fills its own slots only.
+	slots map[[2]string]chan struct{}
 }
 
 // New returns a pool; Run starts it.
@@ -152,11 +182,22 @@ func New(opts Options) (*Pool, error) {
 	if opts.Observer == nil {
 		opts.Observer = nopObserver{}
 	}
+	slots := map[[2]string]chan struct{}{}
+	for _, src := range opts.Sources {
+		for _, d := range src.Destinations {
+			n := d.MaxInFlight
+			if n <= 0 {
+				n = DefaultMaxInFlight
+			}
+			slots[[2]string{src.Name, d.Name}] = make(chan struct{}, n)
+		}
+	}
 	host, _ := os.Hostname()
 	return &Pool{
-		opts: opts,
-		wake: make(chan struct{}, opts.Workers),
-		name: fmt.Sprintf("%s:%d:%x", host, os.Getpid(), rand.Uint32()),
+		opts:  opts,
+		wake:  make(chan struct{}, opts.Workers),
+		name:  fmt.Sprintf("%s:%d:%x", host, os.Getpid(), rand.Uint32()),
+		slots: slots,
 	}, nil
 }
 

@@ -3,11 +3,13 @@ package worker_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -227,10 +229,11 @@ func TestOnTransitionGetsOnlyTransitions(t *testing.T) {
 
 func TestStaleEventChangesNothing(t *testing.T) {
 	t.Parallel()
-	all, changes := newDest(t, nil), newDest(t, nil)
+	events, changes, audit := newDest(t, nil), newDest(t, nil), newDest(t, nil)
 	b := setup(t, worker.Source{Name: "shop", Destinations: []worker.Destination{
-		destination("all", all, worker.OnEvent, 0),
+		destination("events", events, worker.OnEvent, 0),
 		destination("changes", changes, worker.OnTransition, 0),
+		destination("audit", audit, worker.OnAll, 0),
 	}})
 	b.start()
 	b.add(event("o1", 2, "paid"))
@@ -245,8 +248,12 @@ func TestStaleEventChangesNothing(t *testing.T) {
 	if got := transitions(changes.Calls()); !slices.Equal(got, []string{"order/o1 ->paid"}) {
 		t.Errorf("on:transition got %q, want only the first event's transition", got)
 	}
-	if n := len(all.Calls()); n != 2 {
-		t.Errorf("on:event destination called %d times, want 2", n)
+	// A stale event fires no side effect: only the audit sink gets it.
+	if n := len(events.Calls()); n != 1 {
+		t.Errorf("on:event destination called %d times, want 1 (not for the stale event)", n)
+	}
+	if n := len(audit.Calls()); n != 2 {
+		t.Errorf("on:all destination called %d times, want 2", n)
 	}
 	ent, err := b.store.Entity(context.Background(), "acme", "order", "o1")
 	if err != nil {
@@ -733,5 +740,77 @@ func TestPermanentRefusalKillsOnlyItsEvent(t *testing.T) {
 	b.wantStatus(ids[1], inbox.StatusProcessed)
 	if n := len(healthy.Calls()); n != 1 {
 		t.Errorf("healthy destination called %d times, want 1", n)
+	}
+}
+
+// A destination's max_in_flight bounds its concurrent deliveries. The
+// destination holds each request until more than the bound are in flight,
+// every event has been sent, or 50ms pass (the bound is then full and
+// nothing more can arrive), so deliveries that ignore the bound pile up
+// above it. The timer only ends a wait; nothing is asserted about time.
+func TestMaxInFlightBoundsADestination(t *testing.T) {
+	t.Parallel()
+	const limit, events = 2, 10
+	var (
+		mu                    sync.Mutex
+		active, most, started int
+		gate                  = make(chan struct{})
+	)
+	d := newDest(t, func(int, http.ResponseWriter) int {
+		mu.Lock()
+		active++
+		started++
+		most = max(most, active)
+		wait := gate
+		if active > limit || started == events {
+			close(gate)
+			gate = make(chan struct{})
+		}
+		mu.Unlock()
+		select {
+		case <-wait:
+		case <-time.After(50 * time.Millisecond):
+		}
+		mu.Lock()
+		active--
+		mu.Unlock()
+		return http.StatusNoContent
+	})
+	dst := destination("app", d, worker.OnEvent, 0)
+	dst.MaxInFlight = limit
+	b := setup(t, worker.Source{Name: "shop", Destinations: []worker.Destination{dst}})
+	b.start()
+	var evs []inbox.Event
+	for i := range events {
+		evs = append(evs, event(fmt.Sprint("o", i), 1, "paid"))
+	}
+	b.add(evs...)
+	if n := b.once(); n != events {
+		t.Fatalf("leased %d, want %d", n, events)
+	}
+	if len(d.Calls()) != events {
+		t.Fatalf("%d deliveries, want %d", len(d.Calls()), events)
+	}
+	if most > limit {
+		t.Fatalf("%d deliveries in flight at once, want at most %d", most, limit)
+	}
+}
+
+// A Retry-After beyond the destination's retry_max_delay is capped: a
+// huge value neither wraps into the past nor parks the event for years.
+func TestRetryAfterIsCapped(t *testing.T) {
+	t.Parallel()
+	d := newDest(t, func(_ int, w http.ResponseWriter) int {
+		w.Header().Set("Retry-After", "99999999999")
+		return http.StatusServiceUnavailable
+	})
+	dst := destination("app", d, worker.OnEvent, 0)
+	dst.RetryMaxDelay = 2 * time.Hour
+	b := setup(t, worker.Source{Name: "shop", Destinations: []worker.Destination{dst}})
+	b.start()
+	ids := b.add(event("o1", 1, "paid"))
+	b.once()
+	if ev := b.wantStatus(ids[0], inbox.StatusRetry); ev.NextAttemptAt.Sub(start) != 2*time.Hour {
+		t.Errorf("next attempt at +%v, want the cap of 2h", ev.NextAttemptAt.Sub(start))
 	}
 }
