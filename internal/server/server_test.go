@@ -35,11 +35,12 @@ const (
 
 // received is one delivery a destination got.
 type received struct {
-	path       string
-	webhookID  string
-	transition string
-	body       []byte
-	at         time.Time
+	path          string
+	webhookID     string
+	transition    string
+	authorization string
+	body          []byte
+	at            time.Time
 }
 
 // destination is a test application: it verifies the Standard Webhooks
@@ -78,7 +79,8 @@ func (d *destination) serve(w http.ResponseWriter, r *http.Request) {
 	d.mu.Lock()
 	n := len(d.got)
 	id := r.Header.Get("webhook-id")
-	d.got = append(d.got, received{path: r.URL.Path, webhookID: id, transition: r.Header.Get("X-Hookgate-Transition"), body: body, at: time.Now()})
+	d.got = append(d.got, received{path: r.URL.Path, webhookID: id, transition: r.Header.Get("X-Hookgate-Transition"),
+		authorization: r.Header.Get("Authorization"), body: body, at: time.Now()})
 	d.effects[id]++
 	d.mu.Unlock()
 	status, delay := http.StatusNoContent, time.Duration(0)
@@ -611,5 +613,24 @@ func TestPeriodicSweepKeepsRetention(t *testing.T) {
 	})
 	if n := processed(); n != 1 {
 		t.Fatalf("processed events after a sweep within the retention: %d, want 1", n)
+	}
+}
+
+// A destination's static headers go with every delivery (the config
+// resolves env: and file: values before).
+func TestDestinationHeaders(t *testing.T) {
+	t.Parallel()
+	dest := newDestination(t)
+	g := startWith(t, server.Options{}, func(c *config.Config) {
+		c.Sources[0].Destinations[0].Headers = map[string]config.HeaderValue{
+			"Authorization": config.NewHeaderValue("Bearer s3cret"),
+		}
+	}, dest)
+	if st := g.send(t, charge("evt_h", "charge.succeeded", "ch_h", "succeeded", 100, false)); st != http.StatusAccepted {
+		t.Fatalf("delivery: %d", st)
+	}
+	waitFor(t, "the delivery", func() bool { return len(dest.deliveries()) == 1 })
+	if got := dest.deliveries()[0].authorization; got != "Bearer s3cret" {
+		t.Fatalf("Authorization = %q, want the configured value", got)
 	}
 }
