@@ -66,12 +66,6 @@ const (
 	DefaultMaxInFlight = 16
 	// MaxInFlightLimit is the largest max_in_flight a destination may set.
 	MaxInFlightLimit = 1024
-	// DefaultPauseAfter is how many consecutive failed attempts pause a
-	// destination (open its circuit).
-	DefaultPauseAfter = 5
-	// DefaultPauseFor is how long a paused destination waits before one
-	// probe delivery.
-	DefaultPauseFor = Duration(30 * time.Second)
 )
 
 // When a destination is called.
@@ -216,11 +210,6 @@ type Destination struct {
 	Secret Secret `yaml:"secret,omitempty"`
 	// On is [OnEvent], [OnTransition] or [OnAll]; [OnEvent] when absent.
 	On string `yaml:"on"`
-	// Types are path.Match patterns ("charge.*", "orders/*") matched
-	// against the event's type, the action part of its scope (Stripe's
-	// charge.succeeded, Shopify's orders/create, GitHub's X-GitHub-Event);
-	// only matching events are delivered here. Empty, every type is.
-	Types []string `yaml:"types,omitempty,flow"`
 	// Headers are static request headers sent with every delivery, by
 	// name. Names that hookgate sets itself (Content-Type, Content-Length,
 	// Host, User-Agent, webhook-id, webhook-signature, webhook-timestamp,
@@ -242,14 +231,6 @@ type Destination struct {
 	// in flight at once: 1 to [MaxInFlightLimit]; [DefaultMaxInFlight]
 	// when absent.
 	MaxInFlight int `yaml:"max_in_flight"`
-	// PauseAfter is how many consecutive failed attempts pause the
-	// destination (open its circuit), so that an outage does not burn
-	// every event's attempts; [DefaultPauseAfter] when absent.
-	PauseAfter int `yaml:"pause_after"`
-	// PauseFor is how long a paused destination waits before one probe
-	// delivery, whose success closes the circuit; [DefaultPauseFor] when
-	// absent.
-	PauseFor Duration `yaml:"pause_for"`
 }
 
 // Signature describes a generic HMAC signature header.
@@ -423,12 +404,6 @@ func (d *Destination) setDefaults(unset func(key string, zero bool) bool) {
 	}
 	if unset("max_in_flight", d.MaxInFlight == 0) {
 		d.MaxInFlight = DefaultMaxInFlight
-	}
-	if unset("pause_after", d.PauseAfter == 0) {
-		d.PauseAfter = DefaultPauseAfter
-	}
-	if unset("pause_for", d.PauseFor == 0) {
-		d.PauseFor = DefaultPauseFor
 	}
 }
 

@@ -312,26 +312,16 @@ func TestParseErrors(t *testing.T) {
 			[]string{"line 8: sources[0].destinations[0].retry_initial: 1m is longer than retry_max_delay (30s)"}, ErrInvalid},
 		{"destination bad retry duration", dest(destURL + "        retry_max_delay: 2d\n"),
 			[]string{"line 8", "invalid duration \"2d\""}, ErrInvalid},
+		{"destination types (not supported)", dest(destURL + "        types: [charge.*]\n"),
+			[]string{"line 8", "field types not found"}, ErrInvalid},
+		{"destination pause_after (not supported)", dest(destURL + "        pause_after: 5\n"),
+			[]string{"line 8", "field pause_after not found"}, ErrInvalid},
 		{"destination zero max_in_flight", dest(destURL + "        max_in_flight: 0\n"),
 			[]string{"line 8: sources[0].destinations[0].max_in_flight: 0: want 1 to 1024"}, ErrInvalid},
 		{"destination negative max_in_flight", dest(destURL + "        max_in_flight: -1\n"),
 			[]string{"sources[0].destinations[0].max_in_flight: -1: want 1 to 1024"}, ErrInvalid},
 		{"destination max_in_flight too large", dest(destURL + "        max_in_flight: 1025\n"),
 			[]string{"line 8: sources[0].destinations[0].max_in_flight: 1025: want 1 to 1024"}, ErrInvalid},
-		{"destination zero pause_after", dest(destURL + "        pause_after: 0\n"),
-			[]string{"line 8: sources[0].destinations[0].pause_after: 0: want at least 1"}, ErrInvalid},
-		{"destination zero pause_for", dest(destURL + "        pause_for: 0s\n"),
-			[]string{"line 8: sources[0].destinations[0].pause_for: 0s: must be positive"}, ErrInvalid},
-		{"destination negative pause_for", dest(destURL + "        pause_for: -30s\n"),
-			[]string{"sources[0].destinations[0].pause_for: -30s: must be positive"}, ErrInvalid},
-		{"destination bad type pattern", dest(destURL + "        types: [charge.*, \"charge.[\"]\n"),
-			[]string{"line 8: sources[0].destinations[0].types[1]: \"charge.[\": syntax error in pattern"}, ErrInvalid},
-		{"destination bad type escape", dest(destURL + "        types:\n          - 'orders\\'\n"),
-			[]string{"line 9: sources[0].destinations[0].types[0]: \"orders\\\\\": syntax error in pattern"}, ErrInvalid},
-		{"destination empty type pattern", dest(destURL + "        types: [\"\"]\n"),
-			[]string{"line 8: sources[0].destinations[0].types[0]: empty pattern"}, ErrInvalid},
-		{"destination types not a list", dest(destURL + "        types: {a: b}\n"),
-			[]string{"line 8", "cannot unmarshal"}, ErrInvalid},
 		{"destination bad header name", dest(destURL + "        headers:\n          \"X Token\": abc\n"),
 			[]string{"line 9: sources[0].destinations[0].headers.X Token: \"X Token\": not a valid header name"}, ErrInvalid},
 		{"destination header name with colon", dest(destURL + "        headers:\n          \"X-Token:\": abc\n"),
@@ -436,15 +426,12 @@ sources:
         url: https://example.com/b
         secret: env:APP_WEBHOOK_SECRET
         on: transition
-        types: [push, "pull_request*"]
         headers: {Authorization: env:SINK_TOKEN, X-Env: prod}
         timeout: 30s
         max_attempts: 1
         retry_initial: 1s
         retry_max_delay: 1s
         max_in_flight: 1024
-        pause_after: 1
-        pause_for: 1ms
       - {name: audit, url: "https://audit.example.com/in", on: all, max_in_flight: 1}
 `), "", lookupTestEnv)
 	if err != nil {
@@ -455,21 +442,21 @@ sources:
 		{
 			Name: "a", URL: "http://127.0.0.1:3000/a", On: OnEvent, Timeout: DefaultTimeout,
 			MaxAttempts: DefaultMaxAttempts, RetryInitial: DefaultRetryInitial, RetryMaxDelay: DefaultRetryMaxDelay,
-			MaxInFlight: DefaultMaxInFlight, PauseAfter: DefaultPauseAfter, PauseFor: DefaultPauseFor,
+			MaxInFlight: DefaultMaxInFlight,
 		},
 		{
-			Name: "b", URL: "https://example.com/b", On: OnTransition, Types: []string{"push", "pull_request*"},
+			Name: "b", URL: "https://example.com/b", On: OnTransition,
 			Headers: map[string]HeaderValue{
 				"Authorization": {secret: Secret{ref: "env:SINK_TOKEN", value: testEnv["SINK_TOKEN"]}},
 				"X-Env":         NewHeaderValue("prod"),
 			},
 			Timeout: Duration(30 * time.Second), MaxAttempts: 1, RetryInitial: Duration(time.Second),
-			RetryMaxDelay: Duration(time.Second), MaxInFlight: 1024, PauseAfter: 1, PauseFor: Duration(time.Millisecond),
+			RetryMaxDelay: Duration(time.Second), MaxInFlight: 1024,
 		},
 		{
 			Name: "audit", URL: "https://audit.example.com/in", On: OnAll, Timeout: DefaultTimeout,
 			MaxAttempts: DefaultMaxAttempts, RetryInitial: DefaultRetryInitial, RetryMaxDelay: DefaultRetryMaxDelay,
-			MaxInFlight: 1, PauseAfter: DefaultPauseAfter, PauseFor: DefaultPauseFor,
+			MaxInFlight: 1,
 		},
 	}
 	if len(ds) != len(want) {
@@ -526,11 +513,6 @@ func TestDestinationGood(t *testing.T) {
 		{"retry_initial tiny", "retry_initial: 1ms", "", func(d Destination) bool { return d.RetryInitial == Duration(time.Millisecond) }},
 		{"max_in_flight 1", "max_in_flight: 1", "", func(d Destination) bool { return d.MaxInFlight == 1 }},
 		{"max_in_flight 1024", "max_in_flight: 1024", "", func(d Destination) bool { return d.MaxInFlight == MaxInFlightLimit }},
-		{"pause_after 1", "pause_after: 1", "", func(d Destination) bool { return d.PauseAfter == 1 }},
-		{"pause_after large", "pause_after: 1000", "", func(d Destination) bool { return d.PauseAfter == 1000 }},
-		{"pause_for", "pause_for: 5m", "", func(d Destination) bool { return d.PauseFor == Duration(5*time.Minute) }},
-		{"types", `types: [charge.*, "orders/*", push, "[a-c]?", 'a\*']`, "", func(d Destination) bool { return len(d.Types) == 5 }},
-		{"types empty list", "types: []", "", func(d Destination) bool { return len(d.Types) == 0 }},
 		{"header literal", "headers: {X-Env: prod}", "", func(d Destination) bool { return d.Headers["X-Env"].Value() == "prod" }},
 		{"header literal with tab and colon", `headers: {X-Note: "a:\tb"}`, "", func(d Destination) bool { return d.Headers["X-Note"].Value() == "a:\tb" }},
 		{"header from env", "headers: {Authorization: env:SINK_TOKEN}", "",
@@ -612,7 +594,7 @@ func TestDestinationWithDefaults(t *testing.T) {
 	want := Destination{
 		Name: "a", URL: "http://127.0.0.1/a", On: OnEvent, Timeout: DefaultTimeout,
 		MaxAttempts: DefaultMaxAttempts, RetryInitial: DefaultRetryInitial, RetryMaxDelay: DefaultRetryMaxDelay,
-		MaxInFlight: DefaultMaxInFlight, PauseAfter: DefaultPauseAfter, PauseFor: DefaultPauseFor,
+		MaxInFlight: DefaultMaxInFlight,
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("WithDefaults() =\n%#v\nwant\n%#v", got, want)
@@ -620,8 +602,8 @@ func TestDestinationWithDefaults(t *testing.T) {
 	if err := (Source{Name: "gh", Provider: ProviderGitHub, Secret: NewSecret("s"), Destinations: []Destination{got}}).Validate(); err != nil {
 		t.Errorf("Validate() of the defaults = %v", err)
 	}
-	set := Destination{On: OnAll, MaxInFlight: 3, PauseFor: Duration(time.Minute), MaxAttempts: -1}.WithDefaults()
-	if set.On != OnAll || set.MaxInFlight != 3 || set.PauseFor != Duration(time.Minute) || set.MaxAttempts != -1 || set.PauseAfter != DefaultPauseAfter {
+	set := Destination{On: OnAll, MaxInFlight: 3, RetryInitial: Duration(time.Minute), MaxAttempts: -1}.WithDefaults()
+	if set.On != OnAll || set.MaxInFlight != 3 || set.RetryInitial != Duration(time.Minute) || set.MaxAttempts != -1 || set.RetryMaxDelay != DefaultRetryMaxDelay {
 		t.Errorf("WithDefaults() changed set fields: %+v", set)
 	}
 }
@@ -666,10 +648,10 @@ func TestValidateDestinationInCode(t *testing.T) {
 	s := Source{Name: "gh", Provider: ProviderGitHub, Secret: NewSecret("s"), Destinations: []Destination{
 		Destination{
 			Name: "a", URL: "http://127.0.0.1/a", MaxAttempts: 1, Secret: NewSecret("whsec_dGVzdA=="),
-			Headers: map[string]HeaderValue{"Authorization": NewHeaderValue("Bearer t")}, Types: []string{"charge.*"},
+			Headers: map[string]HeaderValue{"Authorization": NewHeaderValue("Bearer t")},
 		}.WithDefaults(),
 		{
-			Name: "b", URL: "http://127.0.0.1/b", Secret: NewSecret("not base64"), Types: []string{"["},
+			Name: "b", URL: "http://127.0.0.1/b", Secret: NewSecret("not base64"),
 			Headers: map[string]HeaderValue{"Host": NewHeaderValue("x"), "X-A": NewHeaderValue("a\nb"), "X-B": {}},
 		},
 	}}
@@ -677,8 +659,8 @@ func TestValidateDestinationInCode(t *testing.T) {
 	for _, w := range []string{
 		"destinations[1].on: \"\"", "destinations[1].timeout: 0s", "destinations[1].max_attempts: 0",
 		"destinations[1].secret", "destinations[1].retry_initial: 0s", "destinations[1].retry_max_delay: 0s",
-		"destinations[1].max_in_flight: 0", "destinations[1].pause_after: 0", "destinations[1].pause_for: 0s",
-		"destinations[1].types[0]: \"[\"", "destinations[1].headers.Host: \"Host\": set by hookgate",
+		"destinations[1].max_in_flight: 0",
+		"destinations[1].headers.Host: \"Host\": set by hookgate",
 		"destinations[1].headers.X-A: value contains", "destinations[1].headers.X-B: empty value",
 	} {
 		if err == nil || !strings.Contains(err.Error(), w) {

@@ -8,7 +8,6 @@ import (
 	"net"
 	"net/url"
 	"os"
-	"path"
 	"regexp"
 	"slices"
 	"strconv"
@@ -327,14 +326,6 @@ func (d Destination) check() []*FieldError {
 	if d.On != OnEvent && d.On != OnTransition && d.On != OnAll {
 		add("on", "%q: want event, transition or all", d.On)
 	}
-	for i, p := range d.Types {
-		field := fmt.Sprintf("types[%d]", i)
-		if p == "" {
-			add(field, "empty pattern: want a path.Match pattern such as charge.* (leave types out for every type)")
-		} else if _, err := path.Match(p, ""); err != nil {
-			add(field, "%q: %w (want a path.Match pattern such as charge.*)", p, err)
-		}
-	}
 	errs = append(errs, checkHeaders(d.Headers)...)
 	if d.Timeout <= 0 {
 		add("timeout", "%s: must be positive", d.Timeout)
@@ -353,12 +344,6 @@ func (d Destination) check() []*FieldError {
 	}
 	if d.MaxInFlight < 1 || d.MaxInFlight > MaxInFlightLimit {
 		add("max_in_flight", "%d: want 1 to %d", d.MaxInFlight, MaxInFlightLimit)
-	}
-	if d.PauseAfter < 1 {
-		add("pause_after", "%d: want at least 1", d.PauseAfter)
-	}
-	if d.PauseFor <= 0 {
-		add("pause_for", "%s: must be positive", d.PauseFor)
 	}
 	return errs
 }
