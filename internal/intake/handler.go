@@ -154,7 +154,8 @@ func (h *Handler) intake(w http.ResponseWriter, r *http.Request) {
 			w.Header().Set("Retry-After", strconv.Itoa(int((re.retryAfter+time.Second-1)/time.Second)))
 		}
 		if status >= 500 {
-			h.log.Error("intake failed", "source", name, "status", status, "err", err)
+			// The sender sees only re.msg; the log carries the cause.
+			h.log.Error("intake failed", "source", name, "status", status, "err", re.msg, "cause", errString(re.err))
 		}
 	}
 	writeResponse(w, src, status, resp)

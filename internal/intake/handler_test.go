@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -571,4 +572,57 @@ func TestAuthenticateBeforeSplit(t *testing.T) {
 	if n := b.count(t, "events") + b.count(t, "dedupe_keys"); n != 0 {
 		t.Fatalf("rows written: %d", n)
 	}
+}
+
+// The log line behind a 503 carries the store's own error, not only the
+// message the sender gets.
+func TestStoreFailureLogsTheCause(t *testing.T) {
+	t.Parallel()
+	var logs bytes.Buffer
+	var mu sync.Mutex
+	store, err := inboxsqlite.Open(t.TempDir()+"/hookgate.db", inboxsqlite.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	src, err := source.New(testSources()[2], config.Default().Dedupe)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := intake.NewCommitter(store, intake.CommitterOptions{})
+	defer c.Close()
+	logger := slog.New(slog.NewTextHandler(lockedWriter{&mu, &logs}, nil))
+	srv := httptest.NewServer(intake.NewHandler(intake.Options{Sources: []*source.Source{src}, Committer: c, Logger: logger}))
+	defer srv.Close()
+	if _, err := store.DB().Exec(`DROP TABLE events`); err != nil {
+		t.Fatal(err)
+	}
+	body := stripeEvent("evt_log", "charge.succeeded", "ch_l", "succeeded", 1764583200, false)
+	req, err := http.NewRequest(http.MethodPost, srv.URL+"/in/stripe", bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := src.Signer().Sign(req, body); err != nil {
+		t.Fatal(err)
+	}
+	if st, _ := do(t, req); st != http.StatusServiceUnavailable {
+		t.Fatalf("store down: %d, want 503", st)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if !strings.Contains(logs.String(), "no such table: events") {
+		t.Fatalf("log %q does not carry the store's error", logs.String())
+	}
+}
+
+// lockedWriter serialises writes to w.
+type lockedWriter struct {
+	mu *sync.Mutex
+	w  io.Writer
+}
+
+func (l lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
 }
