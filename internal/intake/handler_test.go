@@ -143,6 +143,20 @@ func (b *bundle) count(t *testing.T, table string) int {
 	return n
 }
 
+// wantRetry posts body to src, signed, and fails the test unless the answer
+// is status with a Retry-After.
+func (b *bundle) wantRetry(t *testing.T, what, src string, body []byte, status int) {
+	t.Helper()
+	resp, err := http.DefaultClient.Do(b.request(t, "/in/"+src, b.sources[src].Signer(), body, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != status || resp.Header.Get("Retry-After") == "" {
+		t.Fatalf("%s: %d Retry-After %q, want %d with Retry-After", what, resp.StatusCode, resp.Header.Get("Retry-After"), status)
+	}
+}
+
 func fixture(t *testing.T, name string) []byte {
 	t.Helper()
 	b, err := os.ReadFile("testdata/" + name)
@@ -438,15 +452,7 @@ func TestStoreFailureAsksForRetry(t *testing.T) {
 		t.Fatal(err)
 	}
 	body := stripeEvent("evt_fail", "charge.succeeded", "ch_f", "succeeded", 1764583200, false)
-	req := b.request(t, "/in/stripe", b.sources["stripe"].Signer(), body, nil)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get("Retry-After") == "" {
-		t.Fatalf("store down: %d Retry-After %q, want 503 with Retry-After", resp.StatusCode, resp.Header.Get("Retry-After"))
-	}
+	b.wantRetry(t, "store down", "stripe", body, http.StatusServiceUnavailable)
 	if n := b.count(t, "dedupe_keys"); n != 0 {
 		t.Fatalf("dedupe keys kept after a failed store: %d", n)
 	}
@@ -496,15 +502,7 @@ func TestFailingCommitAsksForRetry(t *testing.T) {
 	}
 	body := stripeEvent("evt_commit", "charge.succeeded", "ch_c", "succeeded", 1764583200, false)
 	for range 2 {
-		req := b.request(t, "/in/stripe", b.sources["stripe"].Signer(), body, nil)
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		resp.Body.Close()
-		if resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get("Retry-After") == "" {
-			t.Fatalf("failing commit: %d Retry-After %q, want 503 with Retry-After", resp.StatusCode, resp.Header.Get("Retry-After"))
-		}
+		b.wantRetry(t, "failing commit", "stripe", body, http.StatusServiceUnavailable)
 	}
 	if n := b.count(t, "events") + b.count(t, "dedupe_keys"); n != 0 {
 		t.Fatalf("rows kept after a failed commit: %d", n)
@@ -540,15 +538,7 @@ func TestInFlightElsewhereIsConflict(t *testing.T) {
 		t.Fatalf("claim through the other store: %+v %v", claims, err)
 	}
 	for i := range 2 {
-		resp, err := http.DefaultClient.Do(b.request(t, "/in/stripe", b.sources["stripe"].Signer(), body, nil))
-		if err != nil {
-			t.Fatal(err)
-		}
-		resp.Body.Close()
-		if resp.StatusCode != http.StatusConflict || resp.Header.Get("Retry-After") == "" {
-			t.Fatalf("delivery %d while in flight elsewhere: %d Retry-After %q, want 409 with Retry-After",
-				i, resp.StatusCode, resp.Header.Get("Retry-After"))
-		}
+		b.wantRetry(t, fmt.Sprint("delivery ", i, " while in flight elsewhere"), "stripe", body, http.StatusConflict)
 	}
 	if err := other.Release(context.Background(), claims[0].Lease); err != nil {
 		t.Fatal(err)

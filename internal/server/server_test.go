@@ -552,16 +552,33 @@ func TestAdminAndMetrics(t *testing.T) {
 	}
 }
 
+// startSweeping starts a gateway that sweeps every 20ms, keeps processed
+// events for retention and keys for 50ms.
+func startSweeping(t *testing.T, retention time.Duration, dest *destination) *gateway {
+	t.Helper()
+	return startWith(t, server.Options{}, func(c *config.Config) {
+		c.SweepEvery = config.Duration(20 * time.Millisecond)
+		c.Retention = config.Duration(retention)
+		c.Sources[0].Window = config.Duration(50 * time.Millisecond)
+	}, dest)
+}
+
+// keys counts the stored dedupe keys.
+func (g *gateway) keys(t *testing.T) int {
+	t.Helper()
+	var n int
+	if err := g.store.DB().QueryRow("SELECT count(*) FROM dedupe_keys").Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
 // The sweep inside the server removes processed events past the retention
 // and expired keys, on its period.
 func TestPeriodicSweep(t *testing.T) {
 	t.Parallel()
 	dest := newDestination(t)
-	g := startWith(t, server.Options{}, func(c *config.Config) {
-		c.SweepEvery = config.Duration(20 * time.Millisecond)
-		c.Retention = config.Duration(time.Millisecond)
-		c.Sources[0].Window = config.Duration(50 * time.Millisecond)
-	}, dest)
+	g := startSweeping(t, time.Millisecond, dest)
 	body := charge("evt_sw", "charge.succeeded", "ch_sw", "succeeded", 100, false)
 	if st := g.send(t, body); st != http.StatusAccepted {
 		t.Fatalf("first delivery: %d", st)
@@ -573,13 +590,7 @@ func TestPeriodicSweep(t *testing.T) {
 		}
 		return len(dest.deliveries()) == 1 && st.Sources["stripe"].ByStatus[inbox.StatusProcessed] == 0
 	})
-	var keys int
-	waitFor(t, "the expired key to be swept", func() bool {
-		if err := g.store.DB().QueryRow("SELECT count(*) FROM dedupe_keys").Scan(&keys); err != nil {
-			t.Fatal(err)
-		}
-		return keys == 0
-	})
+	waitFor(t, "the expired key to be swept", func() bool { return g.keys(t) == 0 })
 }
 
 // G6: the sweep removes a key when its window ends but keeps the processed
@@ -587,11 +598,7 @@ func TestPeriodicSweep(t *testing.T) {
 func TestPeriodicSweepKeepsRetention(t *testing.T) {
 	t.Parallel()
 	dest := newDestination(t)
-	g := startWith(t, server.Options{}, func(c *config.Config) {
-		c.SweepEvery = config.Duration(20 * time.Millisecond)
-		c.Retention = config.Duration(time.Hour)
-		c.Sources[0].Window = config.Duration(50 * time.Millisecond)
-	}, dest)
+	g := startSweeping(t, time.Hour, dest)
 	body := charge("evt_keep", "charge.succeeded", "ch_keep", "succeeded", 100, false)
 	if st := g.send(t, body); st != http.StatusAccepted {
 		t.Fatalf("first delivery: %d", st)
@@ -604,13 +611,7 @@ func TestPeriodicSweepKeepsRetention(t *testing.T) {
 		return st.Sources["stripe"].ByStatus[inbox.StatusProcessed]
 	}
 	waitFor(t, "the event to be processed", func() bool { return processed() == 1 })
-	waitFor(t, "the expired key to be swept", func() bool {
-		var keys int
-		if err := g.store.DB().QueryRow("SELECT count(*) FROM dedupe_keys").Scan(&keys); err != nil {
-			t.Fatal(err)
-		}
-		return keys == 0
-	})
+	waitFor(t, "the expired key to be swept", func() bool { return g.keys(t) == 0 })
 	if n := processed(); n != 1 {
 		t.Fatalf("processed events after a sweep within the retention: %d, want 1", n)
 	}
