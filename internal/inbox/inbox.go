@@ -3,6 +3,7 @@ package inbox
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/hookgate/hookgate/dedupe"
@@ -11,20 +12,32 @@ import (
 // Status is where an event stands in processing.
 type Status string
 
-// Statuses an event moves through: received -> processed, or -> retry ->
-// ... -> processed | dead. Replay puts processed and dead events back to
-// received.
+// Statuses an event moves through: received -> delivering -> processed |
+// dead, with retry when processing itself failed (apply, a panic) and
+// received -> processed | dead when it goes to no destination. Replay puts
+// events back to received.
 const (
 	// StatusReceived: stored, waiting for a worker.
 	StatusReceived Status = "received"
-	// StatusRetry: a delivery failed and is retried at NextAttemptAt.
+	// StatusRetry: processing failed before any delivery (the store, a
+	// panic); the event is leased again at NextAttemptAt.
 	StatusRetry Status = "retry"
+	// StatusDelivering: applied; each destination it is for has a
+	// Delivery of its own, retried on that destination's schedule.
+	StatusDelivering Status = "delivering"
 	// StatusProcessed: applied and delivered to every destination it is for.
 	StatusProcessed Status = "processed"
-	// StatusDead: failed for good (invalid, a permanent delivery error, or
-	// out of attempts); LastError says why. Only replay revives it.
+	// StatusDead: failed for good (invalid, or a destination refused it
+	// or ran out of attempts); LastError says why and which destination.
+	// Only replay revives it.
 	StatusDead Status = "dead"
 )
+
+// Open reports whether events in status s still wait for processing or
+// delivery.
+func (s Status) Open() bool {
+	return s == StatusReceived || s == StatusRetry || s == StatusDelivering
+}
 
 // ApplyOutcome is what applying an event to its entity did.
 type ApplyOutcome string
@@ -119,10 +132,19 @@ type DeliveryStatus string
 
 // Delivery statuses.
 const (
+	// DeliveryPending: not delivered yet; due at NextAttemptAt.
+	DeliveryPending DeliveryStatus = "pending"
+	// DeliveryDelivered: the destination took the event.
 	DeliveryDelivered DeliveryStatus = "delivered"
-	// DeliveryFailed: the last attempt failed; the event may retry.
+	// DeliveryFailed: failed for good (refused, or out of attempts).
 	DeliveryFailed DeliveryStatus = "failed"
 )
+
+// Lane is one destination of one source: deliveries are leased, paced and
+// paused per lane.
+type Lane struct {
+	Source, Destination string
+}
 
 // Delivery is the record of delivering one event to one destination.
 type Delivery struct {
@@ -131,11 +153,88 @@ type Delivery struct {
 	Status      DeliveryStatus
 	// Attempts counts attempts since the event was last replayed.
 	Attempts int
+	// NextAttemptAt is when a pending delivery is due.
+	NextAttemptAt time.Time
 	// Code is the HTTP status of the last attempt; 0 when none came back.
 	Code  int
 	Error string
-	At    time.Time
+	// At is when the last attempt was made; zero before the first.
+	At time.Time
 }
+
+// Attempt is one try to deliver an event to a destination, as the attempt
+// log keeps it. The log survives replay and is swept with its event.
+type Attempt struct {
+	EventID     int64
+	Destination string
+	At          time.Time
+	Duration    time.Duration
+	// Code is the HTTP status; 0 when none came back.
+	Code  int
+	Error string
+	// Body is the start of the response body, as text.
+	Body string
+}
+
+// Task is a leased delivery: the event and where its delivery stands.
+type Task struct {
+	Event    Event
+	Delivery Delivery
+}
+
+// Done is the end of one attempt, to record.
+type Done struct {
+	Attempt Attempt
+	// Status is DeliveryDelivered, DeliveryFailed (for good), or
+	// DeliveryPending to try again at NextAttemptAt.
+	Status        DeliveryStatus
+	NextAttemptAt time.Time
+}
+
+// Settled is an event whose last open delivery ended.
+type Settled struct {
+	ID     int64
+	Source string
+	// Status is StatusProcessed or StatusDead; Error names each
+	// destination that failed for good and why.
+	Status Status
+	Error  string
+}
+
+// Dispatched is what one Dispatch did.
+type Dispatched struct {
+	// Tasks are the deliveries leased.
+	Tasks []Task
+	// Settled are the events finished by the recorded attempts.
+	Settled []Settled
+	// Lost are the events of recorded attempts whose delivery this owner
+	// no longer held (its lease expired and someone else took it, or it
+	// was replayed): their attempt is logged, their state is not changed.
+	Lost []int64
+}
+
+// LaneState is the health of one lane, as processing last saw it.
+type LaneState struct {
+	Lane
+	// State is LaneHealthy, LaneFailing or LanePaused.
+	State string
+	// Failures counts consecutive failed attempts.
+	Failures int
+	// Until is when a paused lane is probed again.
+	Until     time.Time
+	LastError string
+	Changed   time.Time
+	// Pending counts the lane's deliveries not yet delivered or failed
+	// (filled in by Stats).
+	Pending int
+}
+
+// Lane states.
+const (
+	LaneHealthy = "healthy"
+	LaneFailing = "failing"
+	LanePaused  = "paused"
+)
 
 // Result is how one processing attempt of an event ended.
 type Result struct {
@@ -146,18 +245,27 @@ type Result struct {
 	NextAttemptAt time.Time
 	// Error is the reason of a retry or a death; "" for processed.
 	Error string
+	// Destinations are where a processed event goes. With any, the event
+	// becomes StatusDelivering and each gets a pending Delivery (one
+	// already delivered stays delivered); it is StatusProcessed once all
+	// are delivered, StatusDead once one failed for good and none is
+	// pending.
+	Destinations []string
 }
 
 // ReplayFilter selects the events Replay puts back. Zero fields match
 // everything; Dead limits it to dead events; IDs, when set, limit it to
 // those events.
 type ReplayFilter struct {
-	Dead      bool
-	Source    string
-	Tenant    string
-	Since     time.Time
-	IDs       []int64
-	Redeliver bool
+	Dead   bool
+	Source string
+	Tenant string
+	Since  time.Time
+	IDs    []int64
+	// Redeliver clears the delivered records too, so that every
+	// destination (only Destination, when set) is called again.
+	Redeliver   bool
+	Destination string
 	// PageSize is how many events one transaction replays; zero means
 	// DefaultLimit.
 	PageSize int
@@ -182,11 +290,14 @@ type SourceStats struct {
 // Stats describe the inbox.
 type Stats struct {
 	Sources map[string]SourceStats
-	// Pending counts events received or in retry.
+	// Pending counts open events: received, in retry or delivering.
 	Pending int
 	// OldestPending is when the oldest pending event was received; zero
 	// when none is pending.
 	OldestPending time.Time
+	// Lanes are the lanes processing has recorded a state for, or that
+	// have pending deliveries, by source then destination.
+	Lanes []LaneState
 }
 
 // Entity is the state the inbox holds for one entity.
@@ -202,6 +313,20 @@ type Entity struct {
 
 // ErrNotFound is returned by Get for an unknown id.
 var ErrNotFound = errors.New("inbox: event not found")
+
+// ErrNotOwner is matched by the error of Finish when some results were
+// for events the owner no longer leased; the others were recorded.
+var ErrNotOwner = errors.New("inbox: lease not held")
+
+// LostError is the error of Finish for results whose lease was lost.
+type LostError struct{ IDs []int64 }
+
+func (e *LostError) Error() string {
+	return fmt.Sprintf("inbox: %d results for events no longer leased: %v", len(e.IDs), e.IDs)
+}
+
+// Is makes errors.Is(err, ErrNotOwner) true.
+func (e *LostError) Is(target error) bool { return target == ErrNotOwner }
 
 // Store is a durable inbox. Implementations are safe for concurrent use.
 type Store interface {
@@ -228,21 +353,33 @@ type Store interface {
 	// Deliveries returns the recorded deliveries of the given events, by
 	// event id, then by destination name.
 	Deliveries(ctx context.Context, ids []int64) (map[int64]map[string]Delivery, error)
-	// RecordDelivery records one attempt to deliver an event to a
-	// destination: Attempts is incremented and the other fields replaced.
-	RecordDelivery(ctx context.Context, d Delivery) error
+	// Dispatch records the attempts in done, then leases up to n due
+	// deliveries of lane for owner until now+d, all in one transaction.
+	// Each recorded attempt is logged; one whose delivery owner still
+	// leases updates it (Attempts incremented, the lease released) and,
+	// when it was the event's last open delivery, settles the event. Due
+	// deliveries are pending ones whose NextAttemptAt has passed and that
+	// nobody holds, soonest due first.
+	Dispatch(ctx context.Context, owner string, lane Lane, done []Done, n int, d time.Duration) (Dispatched, error)
+	// Attempts returns the attempt log of an event, oldest first.
+	Attempts(ctx context.Context, id int64) ([]Attempt, error)
+	// SetLaneState records a lane's state.
+	SetLaneState(ctx context.Context, st LaneState) error
 	// Finish records the end of a processing attempt and releases the
-	// lease. Results for events whose lease owner is no longer owner are
-	// ignored (another worker took them over).
+	// lease. Results for events whose lease owner is no longer owner
+	// change nothing (another worker took them over); the others are
+	// recorded and the error is a *LostError naming the lost ones.
 	Finish(ctx context.Context, owner string, results []Result) error
 	// Replay puts the events matching f back to received, page by page
 	// (progress is called after each page with the running count), and
-	// returns how many it replayed. Recorded Applied results are kept, so
-	// the end state does not change; with f.Redeliver the delivery records
-	// are cleared so that every destination is called again.
+	// returns how many it replayed. Events held by a lease, or with a
+	// delivery under lease, are skipped. Recorded Applied results are
+	// kept, so the end state does not change; deliveries that did not
+	// succeed start over, and with f.Redeliver delivered ones too.
 	Replay(ctx context.Context, f ReplayFilter, progress func(done int)) (int, error)
 	// Sweep removes expired dedupe keys and processed events whose
-	// ProcessedAt is before processedBefore, with their delivery records.
+	// ProcessedAt is before processedBefore, with their deliveries and
+	// attempt logs.
 	Sweep(ctx context.Context, processedBefore time.Time) (SweepResult, error)
 	// Stats counts events by source and status, and reports intake counters
 	// and the oldest event waiting to be processed.

@@ -1,6 +1,7 @@
 package inboxtest
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"sync"
@@ -94,7 +95,11 @@ func testLeaseExpired(b *bundle) {
 		b.t.Errorf("attempts after a second lease: %d, want 2", again[0].Attempts)
 	}
 	// The first owner comes back late: its results no longer count.
-	b.finish("w1", inbox.Result{ID: ids[0], Status: inbox.StatusProcessed}, inbox.Result{ID: ids[1], Status: inbox.StatusDead, Error: "late"})
+	err := b.store.Finish(b.ctx, "w1", []inbox.Result{{ID: ids[0], Status: inbox.StatusProcessed}, {ID: ids[1], Status: inbox.StatusDead, Error: "late"}})
+	var lost *inbox.LostError
+	if !errors.As(err, &lost) || !slices.Equal(lost.IDs, ids) {
+		b.t.Fatalf("late Finish: %v, want both results reported lost", err)
+	}
 	b.status(ids[0], inbox.StatusReceived)
 	b.status(ids[1], inbox.StatusReceived)
 	b.finish("w2", inbox.Result{ID: ids[0], Status: inbox.StatusProcessed})
@@ -104,7 +109,9 @@ func testLeaseExpired(b *bundle) {
 func testFinishByNonOwner(b *bundle) {
 	id := b.add(item("a"))[0]
 	b.lease("w1", 1)
-	b.finish("w2", inbox.Result{ID: id, Status: inbox.StatusProcessed})
+	if err := b.store.Finish(b.ctx, "w2", []inbox.Result{{ID: id, Status: inbox.StatusProcessed}}); !errors.Is(err, inbox.ErrNotOwner) {
+		b.t.Fatalf("Finish by a non-owner: %v, want ErrNotOwner", err)
+	}
 	b.status(id, inbox.StatusReceived)
 	if got := b.leaseIDs("w3", 1); len(got) != 0 {
 		b.t.Fatalf("lease after a non-owner's finish: %v, want none: w1 still holds it", got)

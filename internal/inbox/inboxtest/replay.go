@@ -85,29 +85,6 @@ func testReplayKeepsApplied(b *bundle) {
 	b.entityAt("ch_1", "paid", 2, second)
 }
 
-func testReplayDeliveries(b *bundle) {
-	ids := b.add(item("a"), item("b"))
-	b.record(inbox.Delivery{EventID: ids[0], Destination: "app", Status: inbox.DeliveryDelivered, Code: 200, At: start})
-	b.record(inbox.Delivery{EventID: ids[0], Destination: "audit", Status: inbox.DeliveryFailed, Code: 503, At: start})
-	b.record(inbox.Delivery{EventID: ids[0], Destination: "audit", Status: inbox.DeliveryFailed, Code: 503, At: start})
-	b.record(inbox.Delivery{EventID: ids[1], Destination: "app", Status: inbox.DeliveryDelivered, Code: 200, At: start})
-	b.processAll()
-
-	b.replay(inbox.ReplayFilter{IDs: []int64{ids[0]}})
-	got := b.deliveries(ids[0])[ids[0]]
-	if d := got["app"]; d.Status != inbox.DeliveryDelivered || d.Attempts != 1 {
-		b.t.Errorf("delivered destination after replay: %+v, want kept as delivered", d)
-	}
-	if d := got["audit"]; d.Status != inbox.DeliveryFailed || d.Attempts != 0 || d.Code != 503 {
-		b.t.Errorf("failed destination after replay: %+v, want its attempts reset to 0", d)
-	}
-
-	b.replay(inbox.ReplayFilter{IDs: []int64{ids[1]}, Redeliver: true})
-	if got := b.deliveries(ids...); !sameKeys(got, ids[0]) {
-		b.t.Errorf("deliveries after a redelivering replay of %d: %v, want only %d's", ids[1], got, ids[0])
-	}
-}
-
 func testReplayPages(b *bundle) {
 	b.add(item("a"), item("b"), item("c"), item("d"), item("e"))
 	b.processAll()

@@ -55,7 +55,12 @@ func Exercise(t *testing.T, newStore func(t *testing.T, clock *Clock) inbox.Stor
 		{"ApplySeparateEntities", testApplySeparateEntities},
 		{"EntityUnknown", testEntityUnknown},
 		{"Deliveries", testDeliveries},
-		{"RecordDeliveryConcurrent", testRecordDeliveryConcurrent},
+		{"FinishWithoutDestinations", testFinishWithoutDestinations},
+		{"DispatchConcurrent", testDispatchConcurrent},
+		{"DispatchLost", testDispatchLost},
+		{"FinishLost", testFinishLost},
+		{"ReplayedEventAlreadyDelivered", testReplayedEventAlreadyDelivered},
+		{"LaneStats", testLaneStats},
 		{"ReplayDeadOnly", testReplayDeadOnly},
 		{"ReplayFilters", testReplayFilters},
 		{"ReplayKeepsApplied", testReplayKeepsApplied},
@@ -248,14 +253,6 @@ func (b *bundle) received() []int64 {
 	ids := idsOf(evs)
 	slices.Sort(ids)
 	return ids
-}
-
-// record records one delivery attempt.
-func (b *bundle) record(d inbox.Delivery) {
-	b.t.Helper()
-	if err := b.store.RecordDelivery(b.ctx, d); err != nil {
-		b.t.Fatalf("RecordDelivery: %v", err)
-	}
 }
 
 // deliveries returns the deliveries of ids.

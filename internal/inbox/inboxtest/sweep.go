@@ -13,13 +13,15 @@ func testSweep(b *bundle) {
 	old, dead, young, pending := ids[0], ids[1], ids[2], ids[3]
 	b.lease("w1", 2)
 	b.finish("w1",
-		inbox.Result{ID: old, Status: inbox.StatusProcessed},
+		inbox.Result{ID: old, Status: inbox.StatusProcessed, Destinations: []string{"app"}},
 		inbox.Result{ID: dead, Status: inbox.StatusDead, Error: "bad"})
-	b.record(inbox.Delivery{EventID: old, Destination: "app", Status: inbox.DeliveryDelivered, Code: 200})
+	b.dispatch("d", app, 1)
+	b.dispatch("d", app, 0, b.ended(old, "app", inbox.DeliveryDelivered, 200, ""))
 	b.clock.Advance(2 * time.Hour)
 	b.lease("w2", 1)
-	b.finish("w2", inbox.Result{ID: young, Status: inbox.StatusProcessed})
-	b.record(inbox.Delivery{EventID: young, Destination: "app", Status: inbox.DeliveryDelivered, Code: 200})
+	b.finish("w2", inbox.Result{ID: young, Status: inbox.StatusProcessed, Destinations: []string{"app"}})
+	b.dispatch("d", app, 1)
+	b.dispatch("d", app, 0, b.ended(young, "app", inbox.DeliveryDelivered, 200, ""))
 
 	res, err := b.store.Sweep(b.ctx, start.Add(time.Hour))
 	if err != nil {
@@ -35,6 +37,11 @@ func testSweep(b *bundle) {
 	b.status(pending, inbox.StatusReceived)
 	if got := b.deliveries(old, young); !sameKeys(got, young) {
 		b.t.Errorf("deliveries after sweep: %v, want only the young event's", got)
+	}
+	for id, want := range map[int64]int{old: 0, young: 1} {
+		if log, err := b.store.Attempts(b.ctx, id); err != nil || len(log) != want {
+			b.t.Errorf("attempt log of %d after sweep: %d entries, %v; want %d", id, len(log), err, want)
+		}
 	}
 	if res, err := b.store.Sweep(b.ctx, start.Add(time.Hour)); err != nil || res != (inbox.SweepResult{}) {
 		b.t.Errorf("second Sweep = %+v, %v; want nothing left to remove", res, err)

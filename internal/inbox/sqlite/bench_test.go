@@ -4,8 +4,6 @@ import (
 	"fmt"
 	"path/filepath"
 	"strconv"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -57,11 +55,11 @@ func prefill(b *testing.B, s *sqlite.Store, prefix string, n int) {
 	}
 }
 
-// BenchmarkProcessBatch is the store's share of one worker batch of 200
-// events with one destination: Lease, Apply, Deliveries, one
-// RecordDelivery per event from 16 goroutines (the deliveries a worker has
-// in flight), Finish. It reports events/s through the store alone, with
-// one worker.
+// BenchmarkProcessBatch is the store's share of one batch of 200 events
+// with one destination: Lease, Apply, a Finish that opens a delivery per
+// event, then the lane's Dispatch calls, each recording the 16 attempts
+// the last one leased (a lane's default max_in_flight) and leasing the
+// next 16. It reports events/s through the store alone.
 func BenchmarkProcessBatch(b *testing.B) {
 	const (
 		batch    = 200
@@ -70,6 +68,7 @@ func BenchmarkProcessBatch(b *testing.B) {
 	s := benchStore(b)
 	ctx := b.Context()
 	prefill(b, s, "e", batch*(b.N+1))
+	lane := inbox.Lane{Source: "stripe", Destination: "app"}
 	b.ResetTimer()
 	for range b.N {
 		evs, err := s.Lease(ctx, "w", batch, time.Minute)
@@ -79,53 +78,34 @@ func BenchmarkProcessBatch(b *testing.B) {
 		if _, err := s.Apply(ctx, evs); err != nil {
 			b.Fatal(err)
 		}
-		ids := make([]int64, len(evs))
 		results := make([]inbox.Result, len(evs))
 		for i, e := range evs {
-			ids[i] = e.ID
-			results[i] = inbox.Result{ID: e.ID, Status: inbox.StatusProcessed}
+			results[i] = inbox.Result{ID: e.ID, Status: inbox.StatusProcessed, Destinations: []string{"app"}}
 		}
-		if _, err := s.Deliveries(ctx, ids); err != nil {
-			b.Fatal(err)
-		}
-		var wg sync.WaitGroup
-		for g := range inFlight {
-			wg.Go(func() {
-				for j := g; j < len(ids); j += inFlight {
-					d := inbox.Delivery{EventID: ids[j], Destination: "app", Status: inbox.DeliveryDelivered, Code: 204}
-					if err := s.RecordDelivery(ctx, d); err != nil {
-						b.Error(err)
-						return
-					}
-				}
-			})
-		}
-		wg.Wait()
 		if err := s.Finish(ctx, "w", results); err != nil {
 			b.Fatal(err)
 		}
-	}
-	b.ReportMetric(float64(batch*b.N)/b.Elapsed().Seconds(), "events/s")
-}
-
-// BenchmarkRecordDeliveryParallel records deliveries from many goroutines
-// at once, as the workers' concurrent deliveries do.
-func BenchmarkRecordDeliveryParallel(b *testing.B) {
-	s := benchStore(b)
-	ctx := b.Context()
-	var next atomic.Int64
-	b.SetParallelism(16)
-	b.ResetTimer()
-	b.RunParallel(func(pb *testing.PB) {
-		for pb.Next() {
-			d := inbox.Delivery{EventID: next.Add(1), Destination: "app", Status: inbox.DeliveryDelivered, Code: 204}
-			if err := s.RecordDelivery(ctx, d); err != nil {
-				b.Error(err)
-				return
+		var done []inbox.Done
+		for delivered := 0; ; {
+			out, err := s.Dispatch(ctx, "d", lane, done, inFlight, time.Minute)
+			if err != nil {
+				b.Fatal(err)
+			}
+			delivered += len(out.Settled)
+			if len(out.Tasks) == 0 {
+				if delivered != batch {
+					b.Fatalf("%d of %d events settled", delivered, batch)
+				}
+				break
+			}
+			done = done[:0]
+			for _, t := range out.Tasks {
+				done = append(done, inbox.Done{Status: inbox.DeliveryDelivered,
+					Attempt: inbox.Attempt{EventID: t.Delivery.EventID, Destination: "app", Code: 204}})
 			}
 		}
-	})
-	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "deliveries/s")
+	}
+	b.ReportMetric(float64(batch*b.N)/b.Elapsed().Seconds(), "events/s")
 }
 
 // BenchmarkApplyFinish is BenchmarkProcessBatch without deliveries: the

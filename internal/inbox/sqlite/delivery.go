@@ -1,16 +1,18 @@
 package sqlite
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"fmt"
-	"sync"
+	"slices"
+	"time"
 
 	"github.com/hookgate/hookgate/internal/inbox"
 )
 
-// Deliveries implements inbox.Store. Events without a recorded delivery
-// are absent from the map.
+// Deliveries implements inbox.Store. Events without a delivery are absent
+// from the map.
 func (s *Store) Deliveries(ctx context.Context, ids []int64) (map[int64]map[string]inbox.Delivery, error) {
 	out := map[int64]map[string]inbox.Delivery{}
 	for lo := 0; lo < len(ids); lo += idChunk {
@@ -23,22 +25,17 @@ func (s *Store) Deliveries(ctx context.Context, ids []int64) (map[int64]map[stri
 }
 
 func (s *Store) readDeliveries(ctx context.Context, ids []int64, out map[int64]map[string]inbox.Delivery) error {
-	rows, err := s.db.QueryContext(ctx, `SELECT event_id, destination, status, attempts, code, error, at
+	rows, err := s.db.QueryContext(ctx, `SELECT event_id, destination, status, attempts, next_attempt_at, code, error, at
 		FROM deliveries WHERE event_id IN (`+placeholders(len(ids))+`)`, int64Args(ids)...)
 	if err != nil {
 		return err
 	}
 	defer rows.Close()
 	for rows.Next() {
-		var (
-			d      inbox.Delivery
-			status string
-			at     int64
-		)
-		if err := rows.Scan(&d.EventID, &d.Destination, &status, &d.Attempts, &d.Code, &d.Error, &at); err != nil {
+		d, err := scanDelivery(rows)
+		if err != nil {
 			return err
 		}
-		d.Status, d.At = inbox.DeliveryStatus(status), fromNanos(at)
 		if out[d.EventID] == nil {
 			out[d.EventID] = map[string]inbox.Delivery{}
 		}
@@ -47,121 +44,228 @@ func (s *Store) readDeliveries(ctx context.Context, ids []int64, out map[int64]m
 	return rows.Err()
 }
 
-// recordBatch caps how many deliveries one transaction records.
-const recordBatch = 500
-
-// recorder is a group commit for RecordDelivery. Workers record each
-// delivery as soon as it is answered, so that a crash never re-sends it,
-// and they deliver many at once; one durable transaction per record would
-// cap them at one fsync per delivery. Instead, a caller that finds no
-// transaction under way leads one for everything queued by then, and
-// hands the lead to the first caller that queued meanwhile; everyone
-// returns once their own record is committed.
-type recorder struct {
-	mu     sync.Mutex
-	queue  []*pendingRecord
-	leader bool // a caller is writing or about to write the queue
+// scanDelivery reads event_id, destination, status, attempts,
+// next_attempt_at, code, error, at.
+func scanDelivery(row interface{ Scan(...any) error }) (inbox.Delivery, error) {
+	var (
+		d        inbox.Delivery
+		status   string
+		next, at int64
+	)
+	err := row.Scan(&d.EventID, &d.Destination, &status, &d.Attempts, &next, &d.Code, &d.Error, &at)
+	d.Status, d.NextAttemptAt, d.At = inbox.DeliveryStatus(status), fromNanos(next), fromNanos(at)
+	return d, err
 }
 
-// pendingRecord is one queued RecordDelivery.
-type pendingRecord struct {
-	d inbox.Delivery
-	// turn receives the record's outcome, or the lead.
-	turn chan recordTurn
-}
-
-// recordTurn is what a queued caller is told: lead the next transaction,
-// or how its record went.
-type recordTurn struct {
-	lead bool
-	err  error
-}
-
-// RecordDelivery implements inbox.Store. A zero d.At records the store's
-// current time. Concurrent calls share one transaction; a call returns
-// when its record is durable, even if ctx ends while it waits in the
-// queue behind one transaction.
-func (s *Store) RecordDelivery(ctx context.Context, d inbox.Delivery) error {
-	switch d.Status {
-	case inbox.DeliveryDelivered, inbox.DeliveryFailed:
-	default:
-		return fmt.Errorf("inbox: record delivery of event %d: %w %q", d.EventID, ErrBadResult, d.Status)
+// Dispatch implements inbox.Store. A lane's dispatcher calls it each time
+// attempts end or slots free up, so one write transaction records what
+// finished and takes what is due next.
+func (s *Store) Dispatch(ctx context.Context, owner string, lane inbox.Lane, done []inbox.Done, n int, d time.Duration) (inbox.Dispatched, error) {
+	if owner == "" {
+		return inbox.Dispatched{}, fmt.Errorf("inbox: dispatch: %w", ErrNoOwner)
 	}
-	if err := ctx.Err(); err != nil {
-		return fmt.Errorf("inbox: record delivery: %w", err)
-	}
-	r := &s.recorder
-	p := &pendingRecord{d: d, turn: make(chan recordTurn, 1)}
-	r.mu.Lock()
-	r.queue = append(r.queue, p)
-	lead := !r.leader
-	r.leader = true
-	r.mu.Unlock()
-	if !lead {
-		t := <-p.turn
-		if !t.lead {
-			return t.err
+	for _, dn := range done {
+		switch dn.Status {
+		case inbox.DeliveryPending, inbox.DeliveryDelivered, inbox.DeliveryFailed:
+		default:
+			return inbox.Dispatched{}, fmt.Errorf("inbox: dispatch: event %d: %w %q", dn.Attempt.EventID, ErrBadResult, dn.Status)
 		}
 	}
-	return s.leadRecords(ctx, p)
-}
-
-// leadRecords writes up to recordBatch queued records, p among them, in
-// one transaction, tells their callers, and passes the lead on to the
-// first caller still queued.
-func (s *Store) leadRecords(ctx context.Context, p *pendingRecord) error {
-	r := &s.recorder
-	r.mu.Lock()
-	batch := r.queue[:min(len(r.queue), recordBatch)]
-	r.queue = r.queue[len(batch):]
-	r.mu.Unlock()
-
-	// The transaction carries other callers' records, so one caller's
-	// cancellation must not fail it.
-	ctx = context.WithoutCancel(ctx)
-	err := s.write(ctx, "record delivery", func(tx *sql.Tx) error {
-		return s.record(ctx, tx, batch)
+	var out inbox.Dispatched
+	err := s.write(ctx, "dispatch", func(tx *sql.Tx) error {
+		out = inbox.Dispatched{}
+		now := s.now().UnixNano()
+		if err := s.recordDone(ctx, tx, owner, done, now, &out); err != nil {
+			return err
+		}
+		if n <= 0 {
+			return nil
+		}
+		tasks, err := leaseDeliveries(ctx, tx, owner, lane, n, now, after(now, d))
+		out.Tasks = tasks
+		return err
 	})
-	var own error
-	for _, q := range batch {
-		if q == p {
-			own = err
-			continue
-		}
-		q.turn <- recordTurn{err: err}
+	if err != nil {
+		return inbox.Dispatched{}, err
 	}
-
-	r.mu.Lock()
-	if len(r.queue) == 0 {
-		r.leader = false
-	} else {
-		r.queue[0].turn <- recordTurn{lead: true}
-	}
-	r.mu.Unlock()
-	return own
+	return out, nil
 }
 
-// record upserts the batch's deliveries in tx, in the order they were
-// queued.
-func (s *Store) record(ctx context.Context, tx *sql.Tx, batch []*pendingRecord) error {
-	stmt, err := tx.PrepareContext(ctx, `INSERT INTO deliveries
-		(event_id, destination, status, attempts, code, error, at) VALUES (?, ?, ?, 1, ?, ?, ?)
-		ON CONFLICT (event_id, destination) DO UPDATE SET status = excluded.status,
-		attempts = deliveries.attempts + 1, code = excluded.code, error = excluded.error, at = excluded.at`)
+// recordDone records finished attempts: each goes to the attempt log; the
+// ones whose delivery owner still leases update it and may settle their
+// event.
+func (s *Store) recordDone(ctx context.Context, tx *sql.Tx, owner string, done []inbox.Done, now int64, out *inbox.Dispatched) error {
+	if len(done) == 0 {
+		return nil
+	}
+	logged, err := tx.PrepareContext(ctx, `INSERT INTO attempts
+		(event_id, destination, at, duration, code, error, body) VALUES (?, ?, ?, ?, ?, ?, ?)`)
 	if err != nil {
 		return err
 	}
-	defer stmt.Close()
-	now := s.now().UnixNano()
-	for _, q := range batch {
-		d := q.d
-		at := nanos(d.At)
+	defer logged.Close()
+	update, err := tx.PrepareContext(ctx, `UPDATE deliveries SET status = ?, attempts = attempts + 1,
+		next_attempt_at = ?, code = ?, error = ?, at = ?, lease_owner = '', lease_until = 0
+		WHERE event_id = ? AND destination = ? AND lease_owner = ? AND status = 'pending'`)
+	if err != nil {
+		return err
+	}
+	defer update.Close()
+	for _, dn := range done {
+		a := dn.Attempt
+		at := nanos(a.At)
 		if at == 0 {
 			at = now
 		}
-		if _, err := stmt.ExecContext(ctx, d.EventID, d.Destination, string(d.Status), d.Code, d.Error, at); err != nil {
+		if _, err := logged.ExecContext(ctx, a.EventID, a.Destination, at, int64(a.Duration), a.Code, a.Error, a.Body); err != nil {
 			return err
+		}
+		var next int64
+		if dn.Status == inbox.DeliveryPending {
+			next = nanos(dn.NextAttemptAt)
+		}
+		res, err := update.ExecContext(ctx, string(dn.Status), next, a.Code, a.Error, at, a.EventID, a.Destination, owner)
+		if err != nil {
+			return err
+		}
+		if n, err := res.RowsAffected(); err != nil {
+			return err
+		} else if n == 0 {
+			out.Lost = append(out.Lost, a.EventID)
+			continue
+		}
+		if dn.Status == inbox.DeliveryPending {
+			continue
+		}
+		st, err := settle(ctx, tx, a.EventID, now)
+		if err != nil {
+			return err
+		}
+		if st != nil {
+			out.Settled = append(out.Settled, *st)
 		}
 	}
 	return nil
+}
+
+// settle finishes a delivering event none of whose deliveries is pending:
+// processed when none failed, dead otherwise, with each failed
+// destination's error. It returns nil when the event stays open.
+func settle(ctx context.Context, tx *sql.Tx, id, now int64) (*inbox.Settled, error) {
+	var (
+		pending, failed int
+		reason          sql.NullString
+	)
+	err := tx.QueryRowContext(ctx, `SELECT
+			coalesce(sum(status = 'pending'), 0), coalesce(sum(status = 'failed'), 0),
+			group_concat(CASE WHEN status = 'failed' THEN destination || ': ' || error END, '; ')
+		FROM (SELECT status, destination, error FROM deliveries WHERE event_id = ? ORDER BY destination)`,
+		id).Scan(&pending, &failed, &reason)
+	if err != nil || pending > 0 {
+		return nil, err
+	}
+	st := &inbox.Settled{ID: id, Status: inbox.StatusProcessed}
+	processed := now
+	if failed > 0 {
+		st.Status, st.Error, processed = inbox.StatusDead, reason.String, 0
+	}
+	err = tx.QueryRowContext(ctx, `UPDATE events SET status = ?, last_error = ?, processed_at = ?
+		WHERE id = ? AND status = 'delivering' RETURNING source`,
+		string(st.Status), st.Error, processed, id).Scan(&st.Source)
+	if err == sql.ErrNoRows {
+		return nil, nil
+	}
+	return st, err
+}
+
+// laneLease takes a lane's due deliveries. Its inner SELECT walks the
+// partial index deliveries_due within the lane, soonest due first, and
+// repeats the index's WHERE clause, which SQLite needs to use it.
+const laneLease = `UPDATE deliveries SET lease_owner = ?, lease_until = ?
+	WHERE destination = ? AND event_id IN (SELECT event_id FROM deliveries INDEXED BY deliveries_due
+		WHERE status = 'pending' AND source = ? AND destination = ?
+		  AND next_attempt_at <= ? AND lease_until <= ?
+		ORDER BY next_attempt_at, event_id LIMIT ?)
+	RETURNING event_id, destination, status, attempts, next_attempt_at, code, error, at`
+
+// leaseDeliveries leases up to n due deliveries of lane until `until` and
+// returns them with their events, in event id order.
+func leaseDeliveries(ctx context.Context, tx *sql.Tx, owner string, lane inbox.Lane, n int, now, until int64) ([]inbox.Task, error) {
+	rows, err := tx.QueryContext(ctx, laneLease, owner, until, lane.Destination, lane.Source, lane.Destination, now, now, n)
+	if err != nil {
+		return nil, err
+	}
+	var tasks []inbox.Task
+	for rows.Next() {
+		d, err := scanDelivery(rows)
+		if err != nil {
+			rows.Close()
+			return nil, err
+		}
+		tasks = append(tasks, inbox.Task{Delivery: d})
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil || len(tasks) == 0 {
+		return nil, err
+	}
+	slices.SortFunc(tasks, func(a, b inbox.Task) int { return cmp.Compare(a.Delivery.EventID, b.Delivery.EventID) })
+	ids := make([]int64, len(tasks))
+	for i, t := range tasks {
+		ids[i] = t.Delivery.EventID
+	}
+	evs, err := tx.QueryContext(ctx, `SELECT `+columns+` FROM events WHERE id IN (`+placeholders(len(ids))+`) ORDER BY id`, int64Args(ids)...)
+	if err != nil {
+		return nil, err
+	}
+	defer evs.Close()
+	i := 0
+	for evs.Next() {
+		e, err := scanEvent(evs)
+		if err != nil {
+			return nil, err
+		}
+		for i < len(tasks) && tasks[i].Delivery.EventID < e.ID {
+			i++
+		}
+		if i < len(tasks) && tasks[i].Delivery.EventID == e.ID {
+			tasks[i].Event = e
+		}
+	}
+	return tasks, evs.Err()
+}
+
+// Attempts implements inbox.Store.
+func (s *Store) Attempts(ctx context.Context, id int64) ([]inbox.Attempt, error) {
+	rows, err := s.db.QueryContext(ctx, `SELECT destination, at, duration, code, error, body
+		FROM attempts WHERE event_id = ? ORDER BY seq`, id)
+	if err != nil {
+		return nil, fail(ctx, "attempts", err)
+	}
+	defer rows.Close()
+	var out []inbox.Attempt
+	for rows.Next() {
+		a := inbox.Attempt{EventID: id}
+		var at, dur int64
+		if err := rows.Scan(&a.Destination, &at, &dur, &a.Code, &a.Error, &a.Body); err != nil {
+			return nil, fail(ctx, "attempts", err)
+		}
+		a.At, a.Duration = fromNanos(at), time.Duration(dur)
+		out = append(out, a)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fail(ctx, "attempts", err)
+	}
+	return out, nil
+}
+
+// SetLaneState implements inbox.Store.
+func (s *Store) SetLaneState(ctx context.Context, st inbox.LaneState) error {
+	return s.write(ctx, "lane state", func(tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx, `INSERT INTO lanes
+			(source, destination, state, failures, until, last_error, changed_at) VALUES (?, ?, ?, ?, ?, ?, ?)
+			ON CONFLICT (source, destination) DO UPDATE SET state = excluded.state, failures = excluded.failures,
+			until = excluded.until, last_error = excluded.last_error, changed_at = excluded.changed_at`,
+			st.Source, st.Destination, st.State, st.Failures, nanos(st.Until), st.LastError, nanos(st.Changed))
+		return err
+	})
 }

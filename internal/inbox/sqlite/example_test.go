@@ -14,7 +14,8 @@ import (
 )
 
 // A worker's round: lease the due events, apply them to their entities,
-// record the delivery, finish.
+// finish them for their destination; then the destination's lane leases
+// the deliveries and records how they went.
 func Example() {
 	dir, err := os.MkdirTemp("", "inbox")
 	if err != nil {
@@ -53,14 +54,26 @@ func Example() {
 	for i, e := range evs {
 		a := applied[i]
 		fmt.Printf("%s: %s %q -> %q, transition %v\n", e.EventID, a.Outcome, a.From, a.To, a.Transition)
-		if err := s.RecordDelivery(ctx, inbox.Delivery{EventID: e.ID, Destination: "app", Status: inbox.DeliveryDelivered, Code: 204}); err != nil {
-			log.Fatal(err)
-		}
-		results = append(results, inbox.Result{ID: e.ID, Status: inbox.StatusProcessed})
+		results = append(results, inbox.Result{ID: e.ID, Status: inbox.StatusProcessed, Destinations: []string{"app"}})
 	}
 	if err := s.Finish(ctx, "worker-1", results); err != nil {
 		log.Fatal(err)
 	}
+
+	lane := inbox.Lane{Source: "stripe", Destination: "app"}
+	out, err := s.Dispatch(ctx, "app-1", lane, nil, 16, 10*time.Second)
+	if err != nil {
+		log.Fatal(err)
+	}
+	var done []inbox.Done
+	for _, t := range out.Tasks {
+		done = append(done, inbox.Done{Status: inbox.DeliveryDelivered,
+			Attempt: inbox.Attempt{EventID: t.Event.ID, Destination: "app", Code: 204}})
+	}
+	if out, err = s.Dispatch(ctx, "app-1", lane, done, 0, 0); err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println("settled:", len(out.Settled))
 
 	ch, err := s.Entity(ctx, "acme", "charge", "ch_1")
 	if err != nil {
@@ -75,6 +88,7 @@ func Example() {
 	// Output:
 	// evt_0: applied "" -> "pending", transition true
 	// evt_1: applied "pending" -> "paid", transition true
+	// settled: 2
 	// ch_1 is paid
 	// processed: 2 pending: 0
 }

@@ -59,8 +59,11 @@ func (s *Store) Lease(ctx context.Context, owner string, n int, d time.Duration)
 	return events, nil
 }
 
-// Finish implements inbox.Store. A processed event gets ProcessedAt = now;
-// NextAttemptAt is kept only for a retry.
+// Finish implements inbox.Store. A processed event with destinations
+// becomes delivering, with a pending delivery per destination it has not
+// yet had; one without (or whose deliveries all ended already) is settled
+// at once. A processed event gets ProcessedAt = now; NextAttemptAt is kept
+// only for a retry.
 func (s *Store) Finish(ctx context.Context, owner string, results []inbox.Result) error {
 	if owner == "" {
 		return fmt.Errorf("inbox: finish: %w", ErrNoOwner)
@@ -75,27 +78,64 @@ func (s *Store) Finish(ctx context.Context, owner string, results []inbox.Result
 	if len(results) == 0 {
 		return nil
 	}
-	return s.write(ctx, "finish", func(tx *sql.Tx) error {
-		stmt, err := tx.PrepareContext(ctx, `UPDATE events SET status = ?, next_attempt_at = ?,
+	var lost []int64
+	err := s.write(ctx, "finish", func(tx *sql.Tx) error {
+		lost = lost[:0]
+		end, err := tx.PrepareContext(ctx, `UPDATE events SET status = ?, next_attempt_at = ?,
 			last_error = ?, processed_at = ?, lease_owner = '', lease_until = 0
 			WHERE id = ? AND lease_owner = ?`)
 		if err != nil {
 			return err
 		}
-		defer stmt.Close()
+		defer end.Close()
+		open, err := tx.PrepareContext(ctx, `INSERT INTO deliveries
+			(event_id, destination, source, status, attempts, code, error, at)
+			SELECT id, ?, source, 'pending', 0, 0, '', 0 FROM events WHERE id = ?
+			ON CONFLICT (event_id, destination) DO NOTHING`)
+		if err != nil {
+			return err
+		}
+		defer open.Close()
 		now := s.now().UnixNano()
 		for _, r := range results {
-			var next, processed int64
-			switch r.Status {
-			case inbox.StatusRetry:
+			status, next, processed := r.Status, int64(0), int64(0)
+			switch {
+			case r.Status == inbox.StatusRetry:
 				next = nanos(r.NextAttemptAt)
-			case inbox.StatusProcessed:
+			case r.Status == inbox.StatusProcessed && len(r.Destinations) > 0:
+				status = inbox.StatusDelivering
+			case r.Status == inbox.StatusProcessed:
 				processed = now
 			}
-			if _, err := stmt.ExecContext(ctx, string(r.Status), next, r.Error, processed, r.ID, owner); err != nil {
+			res, err := end.ExecContext(ctx, string(status), next, r.Error, processed, r.ID, owner)
+			if err != nil {
+				return err
+			}
+			if n, err := res.RowsAffected(); err != nil {
+				return err
+			} else if n == 0 {
+				lost = append(lost, r.ID)
+				continue
+			}
+			if status != inbox.StatusDelivering {
+				continue
+			}
+			for _, d := range r.Destinations {
+				if _, err := open.ExecContext(ctx, d, r.ID); err != nil {
+					return err
+				}
+			}
+			if _, err := settle(ctx, tx, r.ID, now); err != nil {
 				return err
 			}
 		}
 		return nil
 	})
+	if err != nil {
+		return err
+	}
+	if len(lost) > 0 {
+		return &inbox.LostError{IDs: slices.Clone(lost)}
+	}
+	return nil
 }

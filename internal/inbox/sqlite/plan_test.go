@@ -9,7 +9,7 @@ import (
 )
 
 // TestQueryPlans checks that the queries that run on every lease, sweep
-// and metrics scrape read their partial index, not the events table: a
+// and metrics scrape read their index, not the events table: a
 // change to either side that breaks the match would turn them into full
 // scans without failing any other test.
 func TestQueryPlans(t *testing.T) {
@@ -30,6 +30,8 @@ func TestQueryPlans(t *testing.T) {
 		{"lease", leaseQuery, []any{"w", 2, 1, 1, 10}, "USING COVERING INDEX events_due"},
 		{"sweep", sweepQuery, []any{1, 10}, "USING COVERING INDEX events_processed"},
 		{"pending", pendingQuery, nil, "USING COVERING INDEX events_due"},
+		{"lane lease", laneLease, []any{"w", 2, "app", "shop", "app", 1, 1, 10}, "USING COVERING INDEX deliveries_due"},
+		{"oldest delivering", oldestDelivering, nil, "USING COVERING INDEX events_status"},
 	}
 	for _, c := range cases {
 		rows, err := db.Query("EXPLAIN QUERY PLAN "+c.query, c.args...)

@@ -22,7 +22,7 @@ func (s *Store) Replay(ctx context.Context, f inbox.ReplayFilter, progress func(
 	}
 	cond, args := replayFilter(f)
 	if len(f.IDs) == 0 {
-		return s.replayPages(ctx, f.Redeliver, cond, args, page, 0, progress)
+		return s.replayPages(ctx, f, cond, args, page, 0, progress)
 	}
 	ids := slices.Clone(f.IDs)
 	slices.Sort(ids)
@@ -30,7 +30,7 @@ func (s *Store) Replay(ctx context.Context, f inbox.ReplayFilter, progress func(
 	done := 0
 	for lo := 0; lo < len(ids); lo += idChunk {
 		chunk := ids[lo:min(lo+idChunk, len(ids))]
-		n, err := s.replayPages(ctx, f.Redeliver,
+		n, err := s.replayPages(ctx, f,
 			append(slices.Clone(cond), "id IN ("+placeholders(len(chunk))+")"),
 			append(slices.Clone(args), int64Args(chunk)...),
 			page, done, progress)
@@ -66,10 +66,10 @@ func replayFilter(f inbox.ReplayFilter) (cond []string, args []any) {
 // replayPages replays the events matching cond page by page, adding to
 // done (the count so far) and reporting the running count to progress
 // after each page.
-func (s *Store) replayPages(ctx context.Context, redeliver bool, cond []string, args []any, page, done int, progress func(int)) (int, error) {
+func (s *Store) replayPages(ctx context.Context, f inbox.ReplayFilter, cond []string, args []any, page, done int, progress func(int)) (int, error) {
 	var cursor int64
 	for {
-		n, last, err := s.replayPage(ctx, redeliver, cond, args, cursor, page)
+		n, last, err := s.replayPage(ctx, f, cond, args, cursor, page)
 		if err != nil {
 			return done, err
 		}
@@ -92,11 +92,12 @@ func (s *Store) replayPages(ctx context.Context, redeliver bool, cond []string, 
 // once by id; the updates then name the same rows as the id range
 // (cursor, last] under the same conditions, which inside the transaction
 // is exactly the picked set, without binding a list of ids.
-func (s *Store) replayPage(ctx context.Context, redeliver bool, cond []string, args []any, cursor int64, page int) (n int, last int64, err error) {
+func (s *Store) replayPage(ctx context.Context, f inbox.ReplayFilter, cond []string, args []any, cursor int64, page int) (n int, last int64, err error) {
 	err = s.write(ctx, "replay", func(tx *sql.Tx) error {
 		now := s.now().UnixNano()
-		where := strings.Join(append(slices.Clone(cond), "lease_until <= ?", "id > ?"), " AND ")
-		pick := append(slices.Clone(args), now, cursor)
+		where := strings.Join(append(slices.Clone(cond), "lease_until <= ?", "id > ?",
+			"NOT EXISTS (SELECT 1 FROM deliveries WHERE event_id = events.id AND lease_until > ?)"), " AND ")
+		pick := append(slices.Clone(args), now, cursor, now)
 		var ids []int64
 		rows, err := tx.QueryContext(ctx, "SELECT id FROM events WHERE "+where+" ORDER BY id LIMIT ?", append(pick, page)...)
 		if err != nil {
@@ -121,11 +122,16 @@ func (s *Store) replayPage(ctx context.Context, redeliver bool, cond []string, a
 		last = ids[n-1]
 		picked := where + " AND id <= ?"
 		pickArgs := append(pick, last)
-		deliveries := "UPDATE deliveries SET attempts = 0 WHERE status != 'delivered' AND event_id IN (SELECT id FROM events WHERE " + picked + ")"
-		if redeliver {
-			deliveries = "DELETE FROM deliveries WHERE event_id IN (SELECT id FROM events WHERE " + picked + ")"
+		var which []any
+		drop := "status != 'delivered'"
+		switch {
+		case f.Redeliver && f.Destination != "":
+			drop, which = "(status != 'delivered' OR destination = ?)", []any{f.Destination}
+		case f.Redeliver:
+			drop = "1"
 		}
-		if _, err := tx.ExecContext(ctx, deliveries, pickArgs...); err != nil {
+		deliveries := "DELETE FROM deliveries WHERE " + drop + " AND event_id IN (SELECT id FROM events WHERE " + picked + ")"
+		if _, err := tx.ExecContext(ctx, deliveries, append(which, pickArgs...)...); err != nil {
 			return err
 		}
 		_, err = tx.ExecContext(ctx, `UPDATE events SET status = 'received', attempts = 0, next_attempt_at = 0,

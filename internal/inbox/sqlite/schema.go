@@ -22,6 +22,17 @@ var processingColumns = []struct{ name, def string }{
 	{"apply_transition", "INTEGER NOT NULL DEFAULT 0"},
 }
 
+// deliveryColumns are the deliveries columns that per-destination
+// scheduling added. A file without them has rows whose "failed" meant "the
+// last attempt failed"; migrate drops those of unfinished events, which
+// then start their delivery over (their attempts are not carried).
+var deliveryColumns = []struct{ name, def string }{
+	{"source", "TEXT NOT NULL DEFAULT ''"},
+	{"next_attempt_at", "INTEGER NOT NULL DEFAULT 0"},
+	{"lease_owner", "TEXT NOT NULL DEFAULT ''"},
+	{"lease_until", "INTEGER NOT NULL DEFAULT 0"},
+}
+
 // processingSchema creates what processing reads and writes besides the
 // events columns. The two partial indexes hold only the rows their query
 // looks for: events_due the pending events (Lease walks it in id order and
@@ -58,6 +69,27 @@ CREATE TABLE IF NOT EXISTS deliveries (
 	error       TEXT    NOT NULL,
 	at          INTEGER NOT NULL,
 	PRIMARY KEY (event_id, destination)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS attempts (
+	seq         INTEGER PRIMARY KEY,
+	event_id    INTEGER NOT NULL,
+	destination TEXT    NOT NULL,
+	at          INTEGER NOT NULL,
+	duration    INTEGER NOT NULL,
+	code        INTEGER NOT NULL,
+	error       TEXT    NOT NULL,
+	body        TEXT    NOT NULL
+);
+CREATE INDEX IF NOT EXISTS attempts_event ON attempts(event_id, seq);
+CREATE TABLE IF NOT EXISTS lanes (
+	source      TEXT    NOT NULL,
+	destination TEXT    NOT NULL,
+	state       TEXT    NOT NULL,
+	failures    INTEGER NOT NULL,
+	until       INTEGER NOT NULL,
+	last_error  TEXT    NOT NULL,
+	changed_at  INTEGER NOT NULL,
+	PRIMARY KEY (source, destination)
 ) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS counters (
 	source     TEXT    NOT NULL PRIMARY KEY,
@@ -120,6 +152,9 @@ func migrate(ctx context.Context, db *sql.DB) error {
 	if _, err := tx.ExecContext(ctx, processingSchema); err != nil {
 		return err
 	}
+	if err := migrateDeliveries(ctx, tx); err != nil {
+		return err
+	}
 	var counted int
 	if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM sqlite_schema
 		WHERE type = 'table' AND name = 'status_counts'`).Scan(&counted); err != nil {
@@ -131,6 +166,39 @@ func migrate(ctx context.Context, db *sql.DB) error {
 		}
 	}
 	return tx.Commit()
+}
+
+// deliveriesDue is the partial index a lane's lease walks: the pending
+// deliveries of one (source, destination), soonest due first.
+const deliveriesDue = `CREATE INDEX IF NOT EXISTS deliveries_due
+	ON deliveries(source, destination, next_attempt_at, event_id, lease_until)
+	WHERE status = 'pending'`
+
+// migrateDeliveries adds the scheduling columns to deliveries, and the
+// index over them.
+func migrateDeliveries(ctx context.Context, tx *sql.Tx) error {
+	have, err := tableColumns(ctx, tx, "deliveries")
+	if err != nil {
+		return err
+	}
+	if !have["source"] {
+		if _, err := tx.ExecContext(ctx, `DELETE FROM deliveries WHERE status != 'delivered'
+			AND event_id IN (SELECT id FROM events WHERE status IN ('received', 'retry'))`); err != nil {
+			return fmt.Errorf("reset deliveries: %w", err)
+		}
+	}
+	for _, c := range deliveryColumns {
+		if have[c.name] {
+			continue
+		}
+		if _, err := tx.ExecContext(ctx, "ALTER TABLE deliveries ADD COLUMN "+c.name+" "+c.def); err != nil {
+			return fmt.Errorf("add column %s: %w", c.name, err)
+		}
+	}
+	if _, err := tx.ExecContext(ctx, deliveriesDue); err != nil {
+		return err
+	}
+	return nil
 }
 
 // tableColumns returns the names of table's columns.

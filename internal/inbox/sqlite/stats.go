@@ -1,8 +1,10 @@
 package sqlite
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
+	"slices"
 	"strings"
 
 	"github.com/hookgate/hookgate/dedupe"
@@ -51,18 +53,91 @@ func (s *Store) Stats(ctx context.Context) (inbox.Stats, error) {
 	if err != nil {
 		return inbox.Stats{}, fail(ctx, "stats", err)
 	}
-	var oldest sql.NullInt64
+	var oldest, delivering sql.NullInt64
 	if err := s.db.QueryRowContext(ctx, pendingQuery).Scan(&st.Pending, &oldest); err != nil {
 		return inbox.Stats{}, fail(ctx, "stats", err)
 	}
+	if err := s.db.QueryRowContext(ctx, oldestDelivering).Scan(&delivering); err != nil {
+		return inbox.Stats{}, fail(ctx, "stats", err)
+	}
+	for _, ss := range st.Sources {
+		st.Pending += ss.ByStatus[inbox.StatusDelivering]
+	}
+	if delivering.Valid && (!oldest.Valid || delivering.Int64 < oldest.Int64) {
+		oldest = delivering
+	}
 	st.OldestPending = fromNanos(oldest.Int64)
+	if st.Lanes, err = s.lanes(ctx); err != nil {
+		return inbox.Stats{}, fail(ctx, "stats", err)
+	}
 	return st, nil
 }
 
-// pendingQuery counts the pending events and finds the oldest within the
-// partial index events_due, which covers it.
+// pendingQuery counts the events waiting for a worker and finds the
+// oldest within the partial index events_due, which covers it.
 const pendingQuery = `SELECT count(*), min(received_at) FROM events INDEXED BY events_due
 	WHERE status IN ('received', 'retry')`
+
+// oldestDelivering is when the oldest delivering event was received: ids
+// grow with arrival, so it is the one with the least id, the first entry
+// of events_status for the status.
+const oldestDelivering = `SELECT received_at FROM events
+	WHERE id = (SELECT min(id) FROM events WHERE status = 'delivering')
+	UNION ALL SELECT NULL LIMIT 1`
+
+// lanes returns the recorded lane states and the pending deliveries per
+// lane, by source then destination.
+func (s *Store) lanes(ctx context.Context) ([]inbox.LaneState, error) {
+	byLane := map[inbox.Lane]*inbox.LaneState{}
+	get := func(l inbox.Lane) *inbox.LaneState {
+		st := byLane[l]
+		if st == nil {
+			st = &inbox.LaneState{Lane: l, State: inbox.LaneHealthy}
+			byLane[l] = st
+		}
+		return st
+	}
+	err := s.each(ctx, `SELECT source, destination, state, failures, until, last_error, changed_at FROM lanes`, func(rows *sql.Rows) error {
+		var (
+			l              inbox.Lane
+			state, lastErr string
+			failures       int
+			until, changed int64
+		)
+		if err := rows.Scan(&l.Source, &l.Destination, &state, &failures, &until, &lastErr, &changed); err != nil {
+			return err
+		}
+		st := get(l)
+		st.State, st.Failures, st.Until, st.LastError, st.Changed = state, failures, fromNanos(until), lastErr, fromNanos(changed)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	err = s.each(ctx, `SELECT source, destination, count(*) FROM deliveries INDEXED BY deliveries_due
+		WHERE status = 'pending' GROUP BY source, destination`, func(rows *sql.Rows) error {
+		var (
+			l inbox.Lane
+			n int
+		)
+		if err := rows.Scan(&l.Source, &l.Destination, &n); err != nil {
+			return err
+		}
+		get(l).Pending = n
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]inbox.LaneState, 0, len(byLane))
+	for _, st := range byLane {
+		out = append(out, *st)
+	}
+	slices.SortFunc(out, func(a, b inbox.LaneState) int {
+		return cmp.Or(cmp.Compare(a.Source, b.Source), cmp.Compare(a.Destination, b.Destination))
+	})
+	return out, nil
+}
 
 // each runs query and calls fn for every row.
 func (s *Store) each(ctx context.Context, query string, fn func(*sql.Rows) error) error {

@@ -47,9 +47,6 @@ type Store struct {
 	keys  *dsqlite.Store
 	now   func() time.Time
 	owned bool
-	// recorder groups concurrent RecordDelivery calls into one
-	// transaction.
-	recorder recorder
 }
 
 var _ inbox.Store = (*Store)(nil)

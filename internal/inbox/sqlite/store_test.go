@@ -135,6 +135,58 @@ func TestMigrateFirstRelease(t *testing.T) {
 	}
 }
 
+// TestMigrateDeliveries opens a file written before deliveries were
+// scheduled per destination. The delivered record and the dead event's
+// are kept; the retrying event's failed record, whose "failed" meant "the
+// last attempt failed", is dropped, so that the event, processed again,
+// starts its delivery over instead of being taken as failed for good.
+func TestMigrateDeliveries(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "v2.db")
+	db, err := dsqlite.OpenDB(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	v2, err := os.ReadFile("testdata/schema-v2.sql")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Exec(string(v2)); err != nil {
+		t.Fatal(err)
+	}
+	now := time.Unix(1700000100, 0)
+	for range 2 {
+		if _, err := sqlite.New(db, sqlite.Options{Now: func() time.Time { return now }}); err != nil {
+			t.Fatalf("New on a file of the previous release: %v", err)
+		}
+	}
+	s, err := sqlite.New(db, sqlite.Options{Now: func() time.Time { return now }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := t.Context()
+	got, err := s.Deliveries(ctx, []int64{1, 2, 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 2 || got[1]["app"].Status != inbox.DeliveryDelivered || got[3]["app"].Status != inbox.DeliveryFailed {
+		t.Fatalf("deliveries after migration: %+v, want event 1's and 3's kept, 2's dropped", got)
+	}
+	evs, err := s.Lease(ctx, "w", 10, time.Minute)
+	if err != nil || len(evs) != 1 || evs[0].ID != 2 {
+		t.Fatalf("lease after migration: %v, %v; want the retrying event 2", evs, err)
+	}
+	if err := s.Finish(ctx, "w", []inbox.Result{{ID: 2, Status: inbox.StatusProcessed, Destinations: []string{"app"}}}); err != nil {
+		t.Fatal(err)
+	}
+	out, err := s.Dispatch(ctx, "d", inbox.Lane{Source: "stripe", Destination: "app"}, nil, 10, time.Minute)
+	if err != nil || len(out.Tasks) != 1 || out.Tasks[0].Event.ID != 2 || out.Tasks[0].Delivery.Attempts != 0 {
+		t.Fatalf("dispatch after migration: %+v, %v; want event 2 afresh", out, err)
+	}
+	checkCounts(t, s, "after migration")
+}
+
 // TestErrors covers what callers can get wrong and the store refuses,
 // writing nothing.
 func TestErrors(t *testing.T) {
@@ -158,8 +210,13 @@ func TestErrors(t *testing.T) {
 	if e, _ := s.Get(ctx, ids[0]); e.Status != inbox.StatusReceived {
 		t.Errorf("event %d finished %s by a rejected Finish", ids[0], e.Status)
 	}
-	if err := s.RecordDelivery(ctx, inbox.Delivery{EventID: ids[0], Destination: "app", Status: "sent"}); !errors.Is(err, sqlite.ErrBadResult) {
-		t.Errorf("RecordDelivery with status sent: %v, want ErrBadResult", err)
+	lane := inbox.Lane{Source: "stripe", Destination: "app"}
+	sent := []inbox.Done{{Status: "sent", Attempt: inbox.Attempt{EventID: ids[0], Destination: "app"}}}
+	if _, err := s.Dispatch(ctx, "w", lane, sent, 1, time.Minute); !errors.Is(err, sqlite.ErrBadResult) {
+		t.Errorf("Dispatch of an attempt with status sent: %v, want ErrBadResult", err)
+	}
+	if _, err := s.Dispatch(ctx, "", lane, nil, 1, time.Minute); !errors.Is(err, sqlite.ErrNoOwner) {
+		t.Errorf("Dispatch with no owner: %v, want ErrNoOwner", err)
 	}
 	evs := []inbox.Event{{ID: ids[0]}, {ID: ids[1] + 100}}
 	if _, err := s.Apply(ctx, evs); !errors.Is(err, inbox.ErrNotFound) || errors.Is(err, dedupe.ErrUnavailable) {

@@ -45,7 +45,7 @@ const sweepQuery = `SELECT id FROM events INDEXED BY events_processed
 	WHERE status = 'processed' AND processed_at < ? LIMIT ?`
 
 // sweepEvents deletes up to idChunk events processed before cutoff, and
-// their deliveries.
+// their deliveries and attempt logs.
 func sweepEvents(ctx context.Context, tx *sql.Tx, cutoff int64) (int, error) {
 	rows, err := tx.QueryContext(ctx, sweepQuery, cutoff, idChunk)
 	if err != nil {
@@ -65,8 +65,10 @@ func sweepEvents(ctx context.Context, tx *sql.Tx, cutoff int64) (int, error) {
 		return 0, err
 	}
 	in, args := placeholders(len(ids)), int64Args(ids)
-	if _, err := tx.ExecContext(ctx, "DELETE FROM deliveries WHERE event_id IN ("+in+")", args...); err != nil {
-		return 0, err
+	for _, table := range []string{"deliveries", "attempts"} {
+		if _, err := tx.ExecContext(ctx, "DELETE FROM "+table+" WHERE event_id IN ("+in+")", args...); err != nil {
+			return 0, err
+		}
 	}
 	if _, err := tx.ExecContext(ctx, "DELETE FROM events WHERE id IN ("+in+")", args...); err != nil {
 		return 0, err
