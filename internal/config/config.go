@@ -66,6 +66,12 @@ const (
 	DefaultMaxInFlight = 16
 	// MaxInFlightLimit is the largest max_in_flight a destination may set.
 	MaxInFlightLimit = 1024
+	// DefaultPauseAfter is how many failed attempts in a row pause a
+	// destination.
+	DefaultPauseAfter = 5
+	// DefaultPauseFor is how long a paused destination waits before one
+	// delivery probes it.
+	DefaultPauseFor = Duration(30 * time.Second)
 )
 
 // When a destination is called.
@@ -231,6 +237,15 @@ type Destination struct {
 	// in flight at once: 1 to [MaxInFlightLimit]; [DefaultMaxInFlight]
 	// when absent.
 	MaxInFlight int `yaml:"max_in_flight"`
+	// PauseAfter is how many failed attempts in a row (timeouts,
+	// connection errors, 408, 429, 5xx; a refusal does not count) pause
+	// the destination: for PauseFor no delivery to it is made, so no
+	// event spends its attempts on a destination that is down; then one
+	// delivery probes it, and success resumes it. 0 never pauses;
+	// [DefaultPauseAfter] when absent.
+	PauseAfter int `yaml:"pause_after"`
+	// PauseFor is how long a pause lasts; [DefaultPauseFor] when absent.
+	PauseFor Duration `yaml:"pause_for"`
 }
 
 // Signature describes a generic HMAC signature header.
@@ -404,6 +419,12 @@ func (d *Destination) setDefaults(unset func(key string, zero bool) bool) {
 	}
 	if unset("max_in_flight", d.MaxInFlight == 0) {
 		d.MaxInFlight = DefaultMaxInFlight
+	}
+	if unset("pause_after", d.PauseAfter == 0) {
+		d.PauseAfter = DefaultPauseAfter
+	}
+	if unset("pause_for", d.PauseFor == 0) {
+		d.PauseFor = DefaultPauseFor
 	}
 }
 

@@ -314,8 +314,10 @@ func TestParseErrors(t *testing.T) {
 			[]string{"line 8", "invalid duration \"2d\""}, ErrInvalid},
 		{"destination types (not supported)", dest(destURL + "        types: [charge.*]\n"),
 			[]string{"line 8", "field types not found"}, ErrInvalid},
-		{"destination pause_after (not supported)", dest(destURL + "        pause_after: 5\n"),
-			[]string{"line 8", "field pause_after not found"}, ErrInvalid},
+		{"destination negative pause_after", dest(destURL + "        pause_after: -1\n"),
+			[]string{"line 8: sources[0].destinations[0].pause_after: -1: want 0 (never pause) or more"}, ErrInvalid},
+		{"destination zero pause_for", dest(destURL + "        pause_for: 0s\n"),
+			[]string{"line 8: sources[0].destinations[0].pause_for: 0s: must be positive"}, ErrInvalid},
 		{"destination zero max_in_flight", dest(destURL + "        max_in_flight: 0\n"),
 			[]string{"line 8: sources[0].destinations[0].max_in_flight: 0: want 1 to 1024"}, ErrInvalid},
 		{"destination negative max_in_flight", dest(destURL + "        max_in_flight: -1\n"),
@@ -432,7 +434,9 @@ sources:
         retry_initial: 1s
         retry_max_delay: 1s
         max_in_flight: 1024
-      - {name: audit, url: "https://audit.example.com/in", on: all, max_in_flight: 1}
+        pause_after: 0
+        pause_for: 5m
+      - {name: audit, url: "https://audit.example.com/in", on: all, max_in_flight: 1, pause_after: 3}
 `), "", lookupTestEnv)
 	if err != nil {
 		t.Fatal(err)
@@ -442,7 +446,7 @@ sources:
 		{
 			Name: "a", URL: "http://127.0.0.1:3000/a", On: OnEvent, Timeout: DefaultTimeout,
 			MaxAttempts: DefaultMaxAttempts, RetryInitial: DefaultRetryInitial, RetryMaxDelay: DefaultRetryMaxDelay,
-			MaxInFlight: DefaultMaxInFlight,
+			MaxInFlight: DefaultMaxInFlight, PauseAfter: DefaultPauseAfter, PauseFor: DefaultPauseFor,
 		},
 		{
 			Name: "b", URL: "https://example.com/b", On: OnTransition,
@@ -451,12 +455,12 @@ sources:
 				"X-Env":         NewHeaderValue("prod"),
 			},
 			Timeout: Duration(30 * time.Second), MaxAttempts: 1, RetryInitial: Duration(time.Second),
-			RetryMaxDelay: Duration(time.Second), MaxInFlight: 1024,
+			RetryMaxDelay: Duration(time.Second), MaxInFlight: 1024, PauseAfter: 0, PauseFor: Duration(5 * time.Minute),
 		},
 		{
 			Name: "audit", URL: "https://audit.example.com/in", On: OnAll, Timeout: DefaultTimeout,
 			MaxAttempts: DefaultMaxAttempts, RetryInitial: DefaultRetryInitial, RetryMaxDelay: DefaultRetryMaxDelay,
-			MaxInFlight: 1,
+			MaxInFlight: 1, PauseAfter: 3, PauseFor: DefaultPauseFor,
 		},
 	}
 	if len(ds) != len(want) {
@@ -594,7 +598,7 @@ func TestDestinationWithDefaults(t *testing.T) {
 	want := Destination{
 		Name: "a", URL: "http://127.0.0.1/a", On: OnEvent, Timeout: DefaultTimeout,
 		MaxAttempts: DefaultMaxAttempts, RetryInitial: DefaultRetryInitial, RetryMaxDelay: DefaultRetryMaxDelay,
-		MaxInFlight: DefaultMaxInFlight,
+		MaxInFlight: DefaultMaxInFlight, PauseAfter: DefaultPauseAfter, PauseFor: DefaultPauseFor,
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("WithDefaults() =\n%#v\nwant\n%#v", got, want)

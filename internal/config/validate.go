@@ -345,6 +345,12 @@ func (d Destination) check() []*FieldError {
 	if d.MaxInFlight < 1 || d.MaxInFlight > MaxInFlightLimit {
 		add("max_in_flight", "%d: want 1 to %d", d.MaxInFlight, MaxInFlightLimit)
 	}
+	if d.PauseAfter < 0 {
+		add("pause_after", "%d: want 0 (never pause) or more", d.PauseAfter)
+	}
+	if d.PauseFor <= 0 {
+		add("pause_for", "%s: must be positive", d.PauseFor)
+	}
 	return errs
 }
 

@@ -35,10 +35,10 @@ const (
 const (
 	// DeadInvalid: the payload failed its source's schema.
 	DeadInvalid = "invalid"
-	// DeadDelivery: a destination refused it for good (a 4xx).
+	// DeadDelivery: a destination failed it for good: it refused it (a
+	// 4xx, a redirect) or ran out of attempts. Which one is in the
+	// event's error and in hookgate_deliveries_total.
 	DeadDelivery = "delivery"
-	// DeadAttempts: a destination ran out of attempts.
-	DeadAttempts = "attempts"
 	// DeadPanic: processing it panicked.
 	DeadPanic = "panic"
 )
@@ -66,6 +66,10 @@ type Metrics struct {
 	// DeadEvents is hookgate_dead_events_total{source,reason}, reason one
 	// of the Dead* constants. (The method Dead counts into it.)
 	DeadEvents *prometheus.CounterVec
+	// LeasesLost is hookgate_leases_lost_total{what}: results (of an
+	// "event" batch or a "delivery") not recorded because their lease
+	// had passed to another owner.
+	LeasesLost *prometheus.CounterVec
 
 	inbox *inboxCollector
 }
@@ -96,14 +100,18 @@ func New() *Metrics {
 		}, []string{"destination"}),
 		DeadEvents: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "hookgate_dead_events_total",
-			Help: "Events that died, by source and reason (invalid, delivery, attempts, panic).",
+			Help: "Events that died, by source and reason (invalid, delivery, panic).",
 		}, []string{"source", "reason"}),
+		LeasesLost: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "hookgate_leases_lost_total",
+			Help: "Results not recorded because their lease had passed to another owner, by what was leased (event, delivery).",
+		}, []string{"what"}),
 		inbox: newInboxCollector(),
 	}
 	m.Registry.MustRegister(
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-		m.Received, m.DedupeSeconds, m.Deliveries, m.DeliverySeconds, m.DeadEvents,
+		m.Received, m.DedupeSeconds, m.Deliveries, m.DeliverySeconds, m.DeadEvents, m.LeasesLost,
 		m.inbox,
 	)
 	return m
@@ -120,6 +128,12 @@ func (m *Metrics) Delivered(source, dest, outcome string, d time.Duration) {
 // constants.
 func (m *Metrics) Dead(source, reason string) {
 	m.DeadEvents.WithLabelValues(source, reason).Inc()
+}
+
+// Lost counts n results of what ("event" or "delivery") whose lease was
+// lost.
+func (m *Metrics) Lost(what string, n int) {
+	m.LeasesLost.WithLabelValues(what).Add(float64(n))
 }
 
 // WatchInbox makes every scrape read stats (bounded by [StatsTimeout]) for
@@ -143,7 +157,8 @@ func (m *Metrics) Handler() http.Handler {
 // inboxCollector reads the inbox's stats at scrape time, so the gauges are
 // never older than the scrape and no goroutine polls the store.
 type inboxCollector struct {
-	pending, oldest *prometheus.Desc
+	pending, oldest    *prometheus.Desc
+	laneState, backlog *prometheus.Desc
 	now             func() time.Time
 
 	mu    sync.Mutex
@@ -153,9 +168,15 @@ type inboxCollector struct {
 func newInboxCollector() *inboxCollector {
 	return &inboxCollector{
 		pending: prometheus.NewDesc("hookgate_inbox_pending",
-			"Events waiting to be processed (received or in retry).", nil, nil),
+			"Events waiting to be processed or delivered (received, in retry or delivering).", nil, nil),
 		oldest: prometheus.NewDesc("hookgate_inbox_oldest_pending_seconds",
 			"Age of the oldest event waiting to be processed; 0 when none waits.", nil, nil),
+		laneState: prometheus.NewDesc("hookgate_destination_state",
+			"1 for the state (healthy, failing, paused) a source's destination is in, 0 for the others.",
+			[]string{"source", "destination", "state"}, nil),
+		backlog: prometheus.NewDesc("hookgate_destination_pending",
+			"Deliveries to a source's destination not yet delivered or failed for good.",
+			[]string{"source", "destination"}, nil),
 		now: time.Now,
 	}
 }
@@ -164,6 +185,8 @@ func newInboxCollector() *inboxCollector {
 func (c *inboxCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- c.pending
 	ch <- c.oldest
+	ch <- c.laneState
+	ch <- c.backlog
 }
 
 // Collect implements prometheus.Collector.
@@ -188,4 +211,18 @@ func (c *inboxCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	ch <- prometheus.MustNewConstMetric(c.pending, prometheus.GaugeValue, float64(s.Pending))
 	ch <- prometheus.MustNewConstMetric(c.oldest, prometheus.GaugeValue, age)
+	for _, l := range s.Lanes {
+		state := l.State
+		if state == "" {
+			state = inbox.LaneHealthy
+		}
+		for _, st := range []string{inbox.LaneHealthy, inbox.LaneFailing, inbox.LanePaused} {
+			v := 0.0
+			if st == state {
+				v = 1
+			}
+			ch <- prometheus.MustNewConstMetric(c.laneState, prometheus.GaugeValue, v, l.Source, l.Destination, st)
+		}
+		ch <- prometheus.MustNewConstMetric(c.backlog, prometheus.GaugeValue, float64(l.Pending), l.Source, l.Destination)
+	}
 }

@@ -19,6 +19,7 @@ import (
 type observer interface {
 	Delivered(source, dest, outcome string, d time.Duration)
 	Dead(source, reason string)
+	Lost(what string, n int)
 }
 
 var _ observer = (*Metrics)(nil)
@@ -32,7 +33,8 @@ func TestDeliveredAndDead(t *testing.T) {
 	m.Delivered("shop", "ledger", DeliveryDead, time.Second)
 	m.Dead("stripe", DeadInvalid)
 	m.Dead("stripe", DeadInvalid)
-	m.Dead("shop", DeadAttempts)
+	m.Dead("shop", DeadDelivery)
+	m.Lost("delivery", 3)
 
 	for _, c := range []struct {
 		labels []string
@@ -49,8 +51,11 @@ func TestDeliveredAndDead(t *testing.T) {
 	if got := testutil.ToFloat64(m.DeadEvents.WithLabelValues("stripe", DeadInvalid)); got != 2 {
 		t.Errorf("dead{stripe,invalid} = %v, want 2", got)
 	}
-	if got := testutil.ToFloat64(m.DeadEvents.WithLabelValues("shop", DeadAttempts)); got != 1 {
-		t.Errorf("dead{shop,attempts} = %v, want 1", got)
+	if got := testutil.ToFloat64(m.DeadEvents.WithLabelValues("shop", DeadDelivery)); got != 1 {
+		t.Errorf("dead{shop,delivery} = %v, want 1", got)
+	}
+	if got := testutil.ToFloat64(m.LeasesLost.WithLabelValues("delivery")); got != 3 {
+		t.Errorf("leases_lost{delivery} = %v, want 3", got)
 	}
 	// Three attempts to app (0.062 s in all), one to ledger; the 12 s retry
 	// falls in no bucket below +Inf.
@@ -134,13 +139,16 @@ func TestWatchInbox(t *testing.T) {
 		if _, ok := ctx.Deadline(); !ok {
 			t.Error("stats called without a deadline")
 		}
-		return inbox.Stats{Pending: 7, OldestPending: now.Add(-90 * time.Second)}, nil
+		return inbox.Stats{Pending: 7, OldestPending: now.Add(-90 * time.Second), Lanes: []inbox.LaneState{
+			{Lane: inbox.Lane{Source: "shop", Destination: "app"}, State: inbox.LanePaused, Pending: 12},
+			{Lane: inbox.Lane{Source: "shop", Destination: "ledger"}, Pending: 1},
+		}}, nil
 	})
 	const want = `
 # HELP hookgate_inbox_oldest_pending_seconds Age of the oldest event waiting to be processed; 0 when none waits.
 # TYPE hookgate_inbox_oldest_pending_seconds gauge
 hookgate_inbox_oldest_pending_seconds 90
-# HELP hookgate_inbox_pending Events waiting to be processed (received or in retry).
+# HELP hookgate_inbox_pending Events waiting to be processed or delivered (received, in retry or delivering).
 # TYPE hookgate_inbox_pending gauge
 hookgate_inbox_pending 7
 `
@@ -148,8 +156,26 @@ hookgate_inbox_pending 7
 		"hookgate_inbox_pending", "hookgate_inbox_oldest_pending_seconds"); err != nil {
 		t.Error(err)
 	}
-	if calls != 1 {
-		t.Errorf("stats called %d times for one scrape, want 1", calls)
+	const lanes = `
+# HELP hookgate_destination_pending Deliveries to a source's destination not yet delivered or failed for good.
+# TYPE hookgate_destination_pending gauge
+hookgate_destination_pending{destination="app",source="shop"} 12
+hookgate_destination_pending{destination="ledger",source="shop"} 1
+# HELP hookgate_destination_state 1 for the state (healthy, failing, paused) a source's destination is in, 0 for the others.
+# TYPE hookgate_destination_state gauge
+hookgate_destination_state{destination="app",source="shop",state="failing"} 0
+hookgate_destination_state{destination="app",source="shop",state="healthy"} 0
+hookgate_destination_state{destination="app",source="shop",state="paused"} 1
+hookgate_destination_state{destination="ledger",source="shop",state="failing"} 0
+hookgate_destination_state{destination="ledger",source="shop",state="healthy"} 1
+hookgate_destination_state{destination="ledger",source="shop",state="paused"} 0
+`
+	if err := testutil.GatherAndCompare(m.Registry, strings.NewReader(lanes),
+		"hookgate_destination_state", "hookgate_destination_pending"); err != nil {
+		t.Error(err)
+	}
+	if calls != 2 {
+		t.Errorf("stats called %d times for two scrapes, want 2", calls)
 	}
 
 	// A later WatchInbox replaces the function; nothing pending reads 0.
@@ -158,7 +184,7 @@ hookgate_inbox_pending 7
 # HELP hookgate_inbox_oldest_pending_seconds Age of the oldest event waiting to be processed; 0 when none waits.
 # TYPE hookgate_inbox_oldest_pending_seconds gauge
 hookgate_inbox_oldest_pending_seconds 0
-# HELP hookgate_inbox_pending Events waiting to be processed (received or in retry).
+# HELP hookgate_inbox_pending Events waiting to be processed or delivered (received, in retry or delivering).
 # TYPE hookgate_inbox_pending gauge
 hookgate_inbox_pending 0
 `
@@ -166,7 +192,7 @@ hookgate_inbox_pending 0
 		"hookgate_inbox_pending", "hookgate_inbox_oldest_pending_seconds"); err != nil {
 		t.Error(err)
 	}
-	if calls != 1 {
+	if calls != 2 {
 		t.Errorf("replaced stats function still called (%d calls)", calls)
 	}
 }

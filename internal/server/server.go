@@ -140,6 +140,8 @@ func workerSources(cfg config.Config, opts Options) (map[string]worker.Source, e
 				RetryInitial:  time.Duration(dc.RetryInitial),
 				RetryMaxDelay: time.Duration(dc.RetryMaxDelay),
 				MaxInFlight:   dc.MaxInFlight,
+				PauseAfter:    dc.PauseAfter,
+				PauseFor:      time.Duration(dc.PauseFor),
 			}
 			if opts.BackoffBase > 0 {
 				d.RetryInitial = opts.BackoffBase

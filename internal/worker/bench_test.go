@@ -26,14 +26,14 @@ func BenchmarkProcess(b *testing.B) {
 	b.Run("once", func(b *testing.B) {
 		bench(b, 1, func(ctx context.Context, p *worker.Pool, _ <-chan struct{}) {
 			for done := 0; done < b.N; {
-				n, err := p.ProcessOnce(ctx)
+				r, err := p.ProcessOnce(ctx)
 				if err != nil {
 					b.Fatal(err)
 				}
-				if n == 0 {
+				if r.Events == 0 {
 					b.Fatalf("inbox ran dry after %d of %d events", done, b.N)
 				}
-				done += n
+				done += r.Events
 			}
 		})
 	})

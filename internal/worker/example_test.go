@@ -60,11 +60,11 @@ func Example() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	n, err := pool.ProcessOnce(ctx)
+	r, err := pool.ProcessOnce(ctx)
 	if err != nil {
 		log.Fatal(err)
 	}
-	fmt.Println("leased:", n)
+	fmt.Println("leased:", r.Events, "delivered:", r.Deliveries)
 	for _, o := range out {
 		ev, err := store.Get(ctx, o.ID)
 		if err != nil {
@@ -74,7 +74,7 @@ func Example() {
 	}
 	// Output:
 	// app: order/o1 ->pending
-	// leased: 2
+	// leased: 2 delivered: 1
 	// evt_1: processed, applied
 	// evt_2: processed, unchanged
 }

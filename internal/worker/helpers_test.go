@@ -102,11 +102,12 @@ type observer struct {
 	mu        sync.Mutex
 	delivered map[string]int // "source/dest/outcome"
 	dead      map[string]int // "source/reason"
+	lost      map[string]int // what
 	panicOn   func(source, dest, outcome string) bool
 }
 
 func newObserver() *observer {
-	return &observer{delivered: map[string]int{}, dead: map[string]int{}}
+	return &observer{delivered: map[string]int{}, dead: map[string]int{}, lost: map[string]int{}}
 }
 
 func (o *observer) deliveredCount(key string) int {
@@ -129,6 +130,18 @@ func (o *observer) Dead(source, reason string) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	o.dead[source+"/"+reason]++
+}
+
+func (o *observer) Lost(what string, n int) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.lost[what] += n
+}
+
+func (o *observer) lostCount(what string) int {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.lost[what]
 }
 
 func (o *observer) deadCount(key string) int {
@@ -224,14 +237,29 @@ func (b *bundle) add(events ...inbox.Event) []int64 {
 	return ids
 }
 
-// once runs one batch and returns how many events it leased.
-func (b *bundle) once() int {
+// once runs one batch and the deliveries then due, and says how many
+// events it leased and deliveries it made.
+func (b *bundle) once() worker.Round {
 	b.t.Helper()
-	n, err := b.pool.ProcessOnce(context.Background())
+	r, err := b.pool.ProcessOnce(context.Background())
 	if err != nil {
 		b.t.Fatal(err)
 	}
-	return n
+	return r
+}
+
+// delivery returns the record of event id's delivery to dest.
+func (b *bundle) delivery(id int64, dest string) inbox.Delivery {
+	b.t.Helper()
+	ds, err := b.store.Deliveries(context.Background(), []int64{id})
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	d, ok := ds[id][dest]
+	if !ok {
+		b.t.Fatalf("event %d has no delivery to %s", id, dest)
+	}
+	return d
 }
 
 func (b *bundle) get(id int64) inbox.Event {

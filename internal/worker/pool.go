@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"math/rand/v2"
 	"os"
+	"slices"
 	"sync"
 	"time"
 
@@ -31,6 +33,9 @@ const (
 	// DefaultMaxInFlight bounds a destination's deliveries in flight
 	// across the pool when it sets no bound.
 	DefaultMaxInFlight = 16
+	// DefaultPauseFor is how long a paused destination waits before it is
+	// probed, when it sets no time.
+	DefaultPauseFor = 30 * time.Second
 )
 
 // On values of a destination.
@@ -62,6 +67,12 @@ type Destination struct {
 	// MaxInFlight bounds this destination's deliveries in flight across
 	// all the pool's workers; zero means DefaultMaxInFlight.
 	MaxInFlight int
+	// PauseAfter is how many failed attempts in a row (timeouts, 5xx,
+	// 429, connection errors; not refusals) pause the destination: for
+	// PauseFor (zero means DefaultPauseFor) no delivery to it is made,
+	// then one probes it. Zero never pauses it.
+	PauseAfter int
+	PauseFor   time.Duration
 }
 
 // wants reports whether d is for an event applied as a.
@@ -94,9 +105,11 @@ type Observer interface {
 	// of metrics.DeliveryDelivered, DeliveryRetry, DeliveryDead.
 	Delivered(source, destination, outcome string, d time.Duration)
 	// Dead reports an event that died, once its outcome is recorded;
-	// reason is one of metrics.DeadInvalid, DeadDelivery, DeadAttempts,
-	// DeadPanic.
+	// reason is one of metrics.DeadInvalid, DeadDelivery, DeadPanic.
 	Dead(source, reason string)
+	// Lost reports n results (of what: "event" or "delivery") that were
+	// not recorded because their lease had passed to another owner.
+	Lost(what string, n int)
 }
 
 // Options configure a Pool. Zero values mean the defaults.
@@ -108,11 +121,13 @@ type Options struct {
 	// Workers and Batch: how many workers (default 1), leasing how many
 	// events each (default 200).
 	Workers, Batch int
-	// Lease is how long a batch is held before another worker may take
-	// it over (after a crash).
+	// Lease is how long a batch of events, or one delivery, is held
+	// before another worker may take it over (after a crash). It must
+	// exceed every destination's Timeout, with room to record the
+	// attempt.
 	Lease time.Duration
-	// Idle is how long a worker with nothing due waits before looking
-	// again, unless Notify wakes it.
+	// Idle is how long a worker or a destination's dispatcher with
+	// nothing due waits before looking again, unless Notify wakes it.
 	Idle time.Duration
 	// Client makes the deliveries; nil means deliver.New(nil).
 	Client *deliver.Client
@@ -124,7 +139,8 @@ type Options struct {
 	// Rand returns a number in [0, 1) for backoff jitter; nil means
 	// math/rand/v2.Float64.
 	Rand func() float64
-	// Logger receives batch errors and recovered panics; nil discards.
+	// Logger receives batch errors, recovered panics, dead events, lost
+	// leases and destination state changes; nil discards.
 	Logger *slog.Logger
 	// Observer hears about deliveries and deaths; nil means nobody.
 	Observer Observer
@@ -133,15 +149,16 @@ type Options struct {
 // ErrNoStore is returned by New for options without a store.
 var ErrNoStore = errors.New("worker: no store")
 
-// Pool is a set of workers.
+// Pool is a set of workers, which lease and apply batches of events, and
+// one dispatcher per lane (a destination of a source), which delivers.
 type Pool struct {
 	opts Options
 	wake chan struct{}
 	name string
-	// slots bounds each destination's deliveries in flight, by source
-	// and destination name, across the pool's workers: a slow
-	// destination fills its own slots only.
-	slots map[[2]string]chan struct{}
+	logs *limitedLog
+	// lanes by source and destination, and in a stable order.
+	lanes map[inbox.Lane]*lane
+	order []*lane
 }
 
 // New returns a pool; Run starts it.
@@ -182,29 +199,30 @@ func New(opts Options) (*Pool, error) {
 	if opts.Observer == nil {
 		opts.Observer = nopObserver{}
 	}
-	slots := map[[2]string]chan struct{}{}
-	for _, src := range opts.Sources {
-		for _, d := range src.Destinations {
-			n := d.MaxInFlight
-			if n <= 0 {
-				n = DefaultMaxInFlight
-			}
-			slots[[2]string{src.Name, d.Name}] = make(chan struct{}, n)
-		}
-	}
 	host, _ := os.Hostname()
-	return &Pool{
+	p := &Pool{
 		opts:  opts,
 		wake:  make(chan struct{}, opts.Workers),
 		name:  fmt.Sprintf("%s:%d:%x", host, os.Getpid(), rand.Uint32()),
-		slots: slots,
-	}, nil
+		logs:  newLimitedLog(opts.Logger),
+		lanes: map[inbox.Lane]*lane{},
+	}
+	names := slices.Sorted(maps.Keys(opts.Sources))
+	for _, name := range names {
+		for _, d := range opts.Sources[name].Destinations {
+			l := newLane(p, name, d)
+			p.lanes[l.key] = l
+			p.order = append(p.order, l)
+		}
+	}
+	return p, nil
 }
 
 type nopObserver struct{}
 
 func (nopObserver) Delivered(string, string, string, time.Duration) {}
 func (nopObserver) Dead(string, string)                             {}
+func (nopObserver) Lost(string, int)                                {}
 
 // Notify wakes idle workers: new events were stored. It never blocks.
 func (p *Pool) Notify() {
@@ -217,18 +235,42 @@ func (p *Pool) Notify() {
 	}
 }
 
-// Run runs the workers until ctx ends. A worker finishes the batch it
-// holds (its deliveries and its outcomes) before it stops, so Run returns
-// once every leased event has its outcome recorded. A batch that fails is
-// logged and retried after Idle.
+// Run runs the workers and the lanes' dispatchers until ctx ends. Then
+// no batch or delivery is leased any more; a worker finishes the batch it
+// holds, and each delivery in flight ends (within its destination's
+// timeout) and is recorded, so Run returns once everything leased has its
+// outcome. A delivery whose outcome could not be recorded is made again
+// after its lease, under the same webhook-id.
 func (p *Pool) Run(ctx context.Context) error {
+	p.restoreLanes(ctx)
 	var wg sync.WaitGroup
 	for i := range p.opts.Workers {
 		owner := fmt.Sprintf("%s:%d", p.name, i)
 		wg.Go(func() { p.loop(ctx, owner) })
 	}
+	for _, l := range p.order {
+		wg.Go(func() { l.run(ctx) })
+	}
 	wg.Wait()
 	return nil
+}
+
+// restoreLanes takes up the lane states recorded before, so that a
+// destination paused before a restart stays paused until its time.
+func (p *Pool) restoreLanes(ctx context.Context) {
+	if len(p.lanes) == 0 {
+		return
+	}
+	st, err := p.opts.Store.Stats(ctx)
+	if err != nil {
+		p.opts.Logger.Warn("reading destination states; starting them healthy", "err", err)
+		return
+	}
+	for _, ls := range st.Lanes {
+		if l := p.lanes[ls.Lane]; l != nil && ls.State != "" {
+			l.restore(ls)
+		}
+	}
 }
 
 func (p *Pool) loop(ctx context.Context, owner string) {
@@ -255,8 +297,69 @@ func (p *Pool) loop(ctx context.Context, owner string) {
 	}
 }
 
-// ProcessOnce processes one batch in the calling goroutine and reports how
-// many events it leased.
-func (p *Pool) ProcessOnce(ctx context.Context) (int, error) {
-	return p.process(ctx, p.name+":once")
+// Round is what one ProcessOnce did.
+type Round struct {
+	// Events leased, validated, applied and finished.
+	Events int
+	// Deliveries attempted (and recorded).
+	Deliveries int
+}
+
+// ProcessOnce processes one batch of events, then makes one pass over
+// every lane (the deliveries due now, up to each destination's
+// max_in_flight at once), all in the calling goroutine's time.
+func (p *Pool) ProcessOnce(ctx context.Context) (Round, error) {
+	var r Round
+	n, err := p.process(ctx, p.name+":once")
+	if err != nil {
+		return r, err
+	}
+	r.Events = n
+	for _, l := range p.order {
+		n, err := l.round(ctx)
+		r.Deliveries += n
+		if err != nil {
+			return r, err
+		}
+	}
+	return r, nil
+}
+
+// wakeLanes wakes the dispatchers of src's destinations in names.
+func (p *Pool) wakeLanes(src string, names []string) {
+	for _, name := range names {
+		if l := p.lanes[inbox.Lane{Source: src, Destination: name}]; l != nil {
+			l.notify()
+		}
+	}
+}
+
+// died reports an event whose dead outcome is recorded: the observer
+// counts it, the log says which event and why.
+func (p *Pool) died(id int64, source, reason, msg string) {
+	p.observe(func() { p.opts.Observer.Dead(source, reason) })
+	p.logs.info("event dead", "event", id, "source", source, "reason", reason, "error", msg)
+}
+
+// lost reports results that were not recorded because their lease had
+// passed to another owner: that owner's outcome stands.
+func (p *Pool) lost(what string, ids []int64) {
+	p.observe(func() { p.opts.Observer.Lost(what, len(ids)) })
+	p.logs.warn("lease lost before recording; the new owner's outcome stands", "what", what, "events", ids)
+}
+
+// laneChanged records and logs a lane's new state.
+func (p *Pool) laneChanged(ctx context.Context, key inbox.Lane, was string, c circuit) {
+	st := inbox.LaneState{Lane: key, State: c.state, Failures: c.failures, Until: c.until, LastError: c.lastErr, Changed: c.changed}
+	if err := p.opts.Store.SetLaneState(ctx, st); err != nil {
+		p.logs.error("recording destination state", "source", key.Source, "destination", key.Destination, "err", err)
+	}
+	args := []any{"source", key.Source, "destination", key.Destination, "from", was, "to", c.state, "failures", c.failures}
+	if c.state == inbox.LanePaused {
+		args = append(args, "until", c.until)
+	}
+	if c.state != inbox.LaneHealthy {
+		args = append(args, "last_error", c.lastErr)
+	}
+	p.logs.info("destination state", args...)
 }

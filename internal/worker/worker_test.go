@@ -40,8 +40,8 @@ func TestProcessedWithOneDelivery(t *testing.T) {
 	ev.Headers = map[string]string{"Content-Type": "application/vnd.shop+json"}
 	ids := b.add(ev)
 
-	if n := b.once(); n != 1 {
-		t.Fatalf("leased %d events, want 1", n)
+	if r := b.once(); r != (worker.Round{Events: 1, Deliveries: 1}) {
+		t.Fatalf("once = %+v, want 1 event and 1 delivery", r)
 	}
 	got := b.wantStatus(ids[0], inbox.StatusProcessed)
 	if got.Applied == nil || !got.Applied.Transition {
@@ -75,8 +75,8 @@ func TestProcessedWithOneDelivery(t *testing.T) {
 	if n := b.obs.deliveredCount("shop/app/delivered"); n != 1 {
 		t.Errorf("observer saw %d deliveries, want 1", n)
 	}
-	if n := b.once(); n != 0 {
-		t.Errorf("a processed event was leased again (%d)", n)
+	if r := b.once(); r != (worker.Round{}) {
+		t.Errorf("a processed event was taken again: %+v", r)
 	}
 }
 
@@ -139,8 +139,8 @@ func TestSchemaInvalidDiesAloneAndIsNeverDelivered(t *testing.T) {
 	events[117].Payload = []byte(`{"order": 117}`)
 	ids := b.add(events...)
 
-	if n := b.once(); n != 200 {
-		t.Fatalf("leased %d, want 200", n)
+	if r := b.once(); r.Events != 200 || r.Deliveries != 199 {
+		t.Fatalf("once = %+v, want 200 events and 199 deliveries", r)
 	}
 	for i, id := range ids {
 		if i == 117 {
@@ -279,49 +279,54 @@ func TestRetryWithGrowingDelaysThenDeliveredOnce(t *testing.T) {
 	// Rand is 0.5, so each delay is half its ceiling: base 1s doubling.
 	for i, want := range []time.Duration{500 * time.Millisecond, time.Second, 2 * time.Second} {
 		now := b.clock.Now()
-		if n := b.once(); n != 1 {
-			t.Fatalf("round %d leased %d, want 1", i+1, n)
+		if r := b.once(); r.Deliveries != 1 {
+			t.Fatalf("round %d made %d deliveries, want 1", i+1, r.Deliveries)
 		}
-		ev := b.wantStatus(ids[0], inbox.StatusRetry)
-		if got := ev.NextAttemptAt.Sub(now); got != want {
+		b.wantStatus(ids[0], inbox.StatusDelivering)
+		dl := b.delivery(ids[0], "app")
+		if dl.Status != inbox.DeliveryPending || dl.Attempts != i+1 {
+			t.Errorf("round %d: delivery %+v, want pending after %d attempts", i+1, dl, i+1)
+		}
+		if got := dl.NextAttemptAt.Sub(now); got != want {
 			t.Errorf("round %d: next attempt in %v, want %v", i+1, got, want)
 		}
-		if !strings.Contains(ev.LastError, "HTTP 500") {
-			t.Errorf("round %d: error %q, want the HTTP status", i+1, ev.LastError)
+		if !strings.Contains(dl.Error, "HTTP 500") || dl.Code != http.StatusInternalServerError {
+			t.Errorf("round %d: error %q (code %d), want the HTTP status", i+1, dl.Error, dl.Code)
 		}
-		b.clock.Set(ev.NextAttemptAt.Add(-time.Millisecond))
-		if n := b.once(); n != 0 {
-			t.Fatalf("round %d: leased %d before the event was due", i+1, n)
+		b.clock.Set(dl.NextAttemptAt.Add(-time.Millisecond))
+		if r := b.once(); r != (worker.Round{}) {
+			t.Fatalf("round %d: %+v before the delivery was due", i+1, r)
 		}
-		b.clock.Set(ev.NextAttemptAt)
+		b.clock.Set(dl.NextAttemptAt)
 	}
 	b.once()
-	ev := b.wantStatus(ids[0], inbox.StatusProcessed)
-	if ev.Attempts != 4 {
-		t.Errorf("attempts = %d, want 4", ev.Attempts)
-	}
+	b.wantStatus(ids[0], inbox.StatusProcessed)
 	calls := d.Calls()
 	if len(calls) != 4 {
 		t.Fatalf("destination called %d times, want 4", len(calls))
 	}
+	ev := b.get(ids[0])
 	for i, c := range calls {
 		if c.id != ev.Hash.String() {
 			t.Errorf("call %d: webhook-id %q, want %q on every retry", i+1, c.id, ev.Hash.String())
 		}
 	}
-	dl, err := b.store.Deliveries(context.Background(), ids)
+	if got := b.delivery(ids[0], "app"); got.Status != inbox.DeliveryDelivered || got.Attempts != 4 || got.Code != http.StatusNoContent {
+		t.Errorf("delivery record = %+v, want delivered after 4 attempts", got)
+	}
+	log, err := b.store.Attempts(context.Background(), ids[0])
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := dl[ids[0]]["app"]; got.Status != inbox.DeliveryDelivered || got.Attempts != 4 || got.Code != http.StatusNoContent {
-		t.Errorf("delivery record = %+v, want delivered after 4 attempts", got)
+	if len(log) != 4 || log[0].Code != 500 || log[3].Code != 204 || log[3].Error != "" {
+		t.Errorf("attempt log = %+v, want 3 failures then the delivery", log)
 	}
 	if got := b.obs.deliveredCount("shop/app/retry"); got != 3 {
 		t.Errorf("observer saw %d retries, want 3", got)
 	}
 	b.clock.Advance(time.Hour)
-	if n := b.once(); n != 0 {
-		t.Errorf("processed event leased again (%d)", n)
+	if r := b.once(); r != (worker.Round{}) {
+		t.Errorf("processed event taken again: %+v", r)
 	}
 }
 
@@ -340,8 +345,8 @@ func TestPermanentStatusIsDead(t *testing.T) {
 		t.Errorf("observer saw %d delivery deaths, want 1", n)
 	}
 	b.clock.Advance(24 * time.Hour)
-	if n := b.once(); n != 0 || len(d.Calls()) != 1 {
-		t.Errorf("dead event retried: leased %d, %d calls", n, len(d.Calls()))
+	if r := b.once(); r != (worker.Round{}) || len(d.Calls()) != 1 {
+		t.Errorf("dead event retried: %+v, %d calls", r, len(d.Calls()))
 	}
 }
 
@@ -353,57 +358,64 @@ func TestOutOfAttemptsIsDead(t *testing.T) {
 	ids := b.add(event("o1", 1, "paid"))
 	for range 2 {
 		b.once()
-		ev := b.wantStatus(ids[0], inbox.StatusRetry)
-		b.clock.Set(ev.NextAttemptAt)
+		b.wantStatus(ids[0], inbox.StatusDelivering)
+		b.clock.Set(b.delivery(ids[0], "app").NextAttemptAt)
 	}
 	b.once()
 	ev := b.wantStatus(ids[0], inbox.StatusDead)
-	if !strings.Contains(ev.LastError, "attempt 3 of 3") {
-		t.Errorf("error %q should say the attempts ran out", ev.LastError)
+	if !strings.Contains(ev.LastError, "attempt 3 of 3") || !strings.Contains(ev.LastError, "app") {
+		t.Errorf("error %q should name the destination and say the attempts ran out", ev.LastError)
 	}
 	if n := len(d.Calls()); n != 3 {
 		t.Errorf("destination called %d times, want 3", n)
 	}
-	if n := b.obs.deadCount("shop/attempts"); n != 1 {
-		t.Errorf("observer saw %d attempts deaths, want 1", n)
+	if n := b.obs.deadCount("shop/delivery"); n != 1 {
+		t.Errorf("observer saw %d delivery deaths, want 1", n)
+	}
+	b.clock.Advance(24 * time.Hour)
+	if r := b.once(); r != (worker.Round{}) {
+		t.Errorf("dead event taken again: %+v", r)
 	}
 }
 
+// G9: each destination keeps its own schedule. One asks to wait with
+// Retry-After; the other takes the event at once and is never called
+// again; the first is not called before its time.
 func TestRetryAfter(t *testing.T) {
 	t.Parallel()
-	limited := func(_ int, w http.ResponseWriter) int {
-		w.Header().Set("Retry-After", "600")
+	limited := func(n int, w http.ResponseWriter) int {
+		if n > 1 {
+			return http.StatusNoContent
+		}
+		w.Header().Set("Retry-After", "30")
 		return http.StatusTooManyRequests
 	}
-	t.Run("honoured", func(t *testing.T) {
-		t.Parallel()
-		d := newDest(t, limited)
-		b := setup(t, worker.Source{Name: "shop", Destinations: []worker.Destination{destination("app", d, worker.OnEvent, 0)}})
-		b.start()
-		ids := b.add(event("o1", 1, "paid"))
-		b.once()
-		if ev := b.wantStatus(ids[0], inbox.StatusRetry); ev.NextAttemptAt.Sub(start) != 10*time.Minute {
-			t.Errorf("next attempt at +%v, want the destination's Retry-After of 10m", ev.NextAttemptAt.Sub(start))
-		}
-	})
-	t.Run("soonest destination wins", func(t *testing.T) {
-		t.Parallel()
-		slow, failing := newDest(t, limited), newDest(t, status(http.StatusBadGateway))
-		b := setup(t, worker.Source{Name: "shop", Destinations: []worker.Destination{
-			destination("slow", slow, worker.OnEvent, 0),
-			destination("failing", failing, worker.OnEvent, 0),
-		}})
-		b.start()
-		ids := b.add(event("o1", 1, "paid"))
-		b.once()
-		ev := b.wantStatus(ids[0], inbox.StatusRetry)
-		if got := ev.NextAttemptAt.Sub(start); got != 500*time.Millisecond {
-			t.Errorf("next attempt at +%v, want +500ms (the other destination's backoff)", got)
-		}
-		if !strings.Contains(ev.LastError, "HTTP 429") || !strings.Contains(ev.LastError, "HTTP 502") {
-			t.Errorf("error %q should name both failures", ev.LastError)
-		}
-	})
+	slow, ok := newDest(t, limited), newDest(t, nil)
+	b := setup(t, worker.Source{Name: "shop", Destinations: []worker.Destination{
+		destination("slow", slow, worker.OnEvent, 0),
+		destination("ok", ok, worker.OnEvent, 0),
+	}})
+	b.start()
+	ids := b.add(event("o1", 1, "paid"))
+	b.once()
+	if got := b.delivery(ids[0], "ok"); got.Status != inbox.DeliveryDelivered || len(ok.Calls()) != 1 {
+		t.Fatalf("ok: %+v after %d calls, want delivered at once", got, len(ok.Calls()))
+	}
+	slowDl := b.delivery(ids[0], "slow")
+	if slowDl.Status != inbox.DeliveryPending || slowDl.NextAttemptAt.Sub(start) != 30*time.Second {
+		t.Errorf("slow: %+v, want pending until +30s (its Retry-After)", slowDl)
+	}
+	b.clock.Set(start.Add(30*time.Second - time.Millisecond))
+	b.once()
+	if n := len(slow.Calls()); n != 1 {
+		t.Errorf("slow called %d times before its Retry-After passed, want 1", n)
+	}
+	b.clock.Set(start.Add(30 * time.Second))
+	b.once()
+	b.wantStatus(ids[0], inbox.StatusProcessed)
+	if len(slow.Calls()) != 2 || len(ok.Calls()) != 1 {
+		t.Errorf("calls: slow %d (want 2), ok %d (want 1)", len(slow.Calls()), len(ok.Calls()))
+	}
 }
 
 func TestDeliveredDestinationsAreNotCalledAgain(t *testing.T) {
@@ -424,14 +436,14 @@ func TestDeliveredDestinationsAreNotCalledAgain(t *testing.T) {
 		b.start()
 		ids := b.add(event("o1", 1, "paid"))
 		b.once()
-		b.clock.Set(b.wantStatus(ids[0], inbox.StatusRetry).NextAttemptAt)
+		b.clock.Set(b.delivery(ids[0], "flaky").NextAttemptAt)
 		b.once()
 		b.wantStatus(ids[0], inbox.StatusProcessed)
 		if len(ok.Calls()) != 1 || len(flaky.Calls()) != 2 {
 			t.Errorf("calls: ok %d (want 1), flaky %d (want 2)", len(ok.Calls()), len(flaky.Calls()))
 		}
 	})
-	t.Run("after a crashed worker's lease expires", func(t *testing.T) {
+	t.Run("after a crashed dispatcher's lease expires", func(t *testing.T) {
 		t.Parallel()
 		a, c := newDest(t, nil), newDest(t, nil)
 		b := setup(t, worker.Source{Name: "shop", Destinations: []worker.Destination{
@@ -441,31 +453,45 @@ func TestDeliveredDestinationsAreNotCalledAgain(t *testing.T) {
 		b.start()
 		ids := b.add(event("o1", 1, "paid"))
 		ctx := context.Background()
-		// A worker leases the event, delivers it to a and dies.
-		if evs, err := b.store.Lease(ctx, "crashed", 10, time.Minute); err != nil || len(evs) != 1 {
+		// Another node applies the event, delivers it to a and records
+		// that, then leases its delivery to c and dies.
+		evs, err := b.store.Lease(ctx, "crashed", 10, time.Minute)
+		if err != nil || len(evs) != 1 {
 			t.Fatalf("lease: %v, %d events", err, len(evs))
 		}
-		if err := b.store.RecordDelivery(ctx, inbox.Delivery{EventID: ids[0], Destination: "a", Status: inbox.DeliveryDelivered, Code: 200, At: start}); err != nil {
+		if _, err := b.store.Apply(ctx, evs); err != nil {
 			t.Fatal(err)
 		}
-		if n := b.once(); n != 0 {
-			t.Fatalf("leased %d events another worker holds", n)
+		if err := b.store.Finish(ctx, "crashed", []inbox.Result{{ID: ids[0], Status: inbox.StatusProcessed, Destinations: []string{"a", "c"}}}); err != nil {
+			t.Fatal(err)
+		}
+		laneA, laneC := inbox.Lane{Source: "shop", Destination: "a"}, inbox.Lane{Source: "shop", Destination: "c"}
+		if got, err := b.store.Dispatch(ctx, "crashed", laneA, nil, 1, time.Minute); err != nil || len(got.Tasks) != 1 {
+			t.Fatalf("dispatch a: %v, %+v", err, got)
+		}
+		done := inbox.Done{Attempt: inbox.Attempt{EventID: ids[0], Destination: "a", Code: 200}, Status: inbox.DeliveryDelivered}
+		if _, err := b.store.Dispatch(ctx, "crashed", laneA, []inbox.Done{done}, 0, time.Minute); err != nil {
+			t.Fatal(err)
+		}
+		if got, err := b.store.Dispatch(ctx, "crashed", laneC, nil, 1, time.Minute); err != nil || len(got.Tasks) != 1 {
+			t.Fatalf("dispatch c: %v, %+v", err, got)
+		}
+		if r := b.once(); r != (worker.Round{}) {
+			t.Fatalf("took %+v that another node holds or finished", r)
 		}
 		b.clock.Advance(time.Minute)
-		if n := b.once(); n != 1 {
-			t.Fatalf("leased %d after the lease expired, want 1", n)
+		if r := b.once(); r != (worker.Round{Deliveries: 1}) {
+			t.Fatalf("after the lease expired: %+v, want the one delivery to c", r)
 		}
-		ev := b.wantStatus(ids[0], inbox.StatusProcessed)
+		b.wantStatus(ids[0], inbox.StatusProcessed)
 		if len(a.Calls()) != 0 || len(c.Calls()) != 1 {
 			t.Errorf("calls: a %d (want 0, already delivered), c %d (want 1)", len(a.Calls()), len(c.Calls()))
-		}
-		if ev.Attempts != 2 {
-			t.Errorf("attempts = %d, want 2", ev.Attempts)
 		}
 	})
 }
 
-func TestPanicInDeliveryIsRecordedAgainstTheEvent(t *testing.T) {
+// An observer that panics is logged; it changes no outcome.
+func TestPanickingObserverChangesNothing(t *testing.T) {
 	t.Parallel()
 	d := newDest(t, nil)
 	dests := []worker.Destination{destination("app", d, worker.OnEvent, 0)}
@@ -477,14 +503,10 @@ func TestPanicInDeliveryIsRecordedAgainstTheEvent(t *testing.T) {
 	ids := b.add(event("o1", 1, "paid"), other)
 
 	b.once()
-	b.wantStatus(ids[1], inbox.StatusProcessed)
-	ev := b.wantStatus(ids[0], inbox.StatusRetry)
-	if !strings.Contains(ev.LastError, "panic: observer exploded") {
-		t.Errorf("error = %q, want the panic's message", ev.LastError)
-	}
-	b.clock.Set(ev.NextAttemptAt)
-	b.once()
 	b.wantStatus(ids[0], inbox.StatusProcessed)
+	b.wantStatus(ids[1], inbox.StatusProcessed)
+	b.clock.Advance(time.Hour)
+	b.once()
 	if n := len(d.Calls()); n != 2 {
 		t.Errorf("destination called %d times, want 2 (once per event)", n)
 	}
@@ -568,27 +590,38 @@ func TestPanickingEventDiesWhenOutOfAttempts(t *testing.T) {
 	}
 }
 
-// panickingStore panics in Deliveries, outside any one event.
-type panickingStore struct{ inbox.Store }
+// panickingStore panics in its first Finish, outside any one event.
+type panickingStore struct {
+	inbox.Store
+	panicked atomic.Bool
+}
 
-func (panickingStore) Deliveries(context.Context, []int64) (map[int64]map[string]inbox.Delivery, error) {
-	panic("deliveries exploded")
+func (s *panickingStore) Finish(ctx context.Context, owner string, results []inbox.Result) error {
+	if s.panicked.CompareAndSwap(false, true) {
+		panic("finish exploded")
+	}
+	return s.Store.Finish(ctx, owner, results)
 }
 
 func TestPanicOutsideAnEventRetriesTheBatch(t *testing.T) {
 	t.Parallel()
 	d := newDest(t, nil)
 	b := setup(t, worker.Source{Name: "shop", Destinations: []worker.Destination{destination("app", d, worker.OnEvent, 0)}})
-	b.opts.Store = panickingStore{b.store}
+	b.opts.Store = &panickingStore{Store: b.store}
 	b.start()
 	ids := b.add(event("o1", 1, "new"), event("o2", 1, "new"))
-	if n := b.once(); n != 2 {
-		t.Fatalf("leased %d, want 2", n)
+	if r := b.once(); r.Events != 2 {
+		t.Fatalf("leased %d, want 2", r.Events)
 	}
 	for _, id := range ids {
-		if ev := b.wantStatus(id, inbox.StatusRetry); !strings.Contains(ev.LastError, "panic: deliveries exploded") {
+		if ev := b.wantStatus(id, inbox.StatusRetry); !strings.Contains(ev.LastError, "panic: finish exploded") {
 			t.Errorf("event %d: error %q, want the panic", id, ev.LastError)
 		}
+	}
+	b.clock.Advance(time.Hour)
+	b.once()
+	for _, id := range ids {
+		b.wantStatus(id, inbox.StatusProcessed)
 	}
 }
 
@@ -689,8 +722,8 @@ func TestProcessOnceOnAnEmptyInbox(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	b.start()
-	if n := b.once(); n != 0 {
-		t.Errorf("leased %d from an empty inbox", n)
+	if r := b.once(); r != (worker.Round{}) {
+		t.Errorf("took %+v from an empty inbox", r)
 	}
 }
 
@@ -731,8 +764,8 @@ func TestPermanentRefusalKillsOnlyItsEvent(t *testing.T) {
 	other := event("c1", 1, "open")
 	other.Source = "crm"
 	ids := b.add(event("o1", 1, "paid"), other)
-	if n := b.once(); n != 2 {
-		t.Fatalf("leased %d events in one batch, want 2", n)
+	if r := b.once(); r.Events != 2 {
+		t.Fatalf("leased %d events in one batch, want 2", r.Events)
 	}
 	if ev := b.wantStatus(ids[0], inbox.StatusDead); !strings.Contains(ev.LastError, "422") {
 		t.Errorf("refused event's error %q should name the status", ev.LastError)
@@ -743,11 +776,12 @@ func TestPermanentRefusalKillsOnlyItsEvent(t *testing.T) {
 	}
 }
 
-// A destination's max_in_flight bounds its concurrent deliveries. The
-// destination holds each request until more than the bound are in flight,
-// every event has been sent, or 50ms pass (the bound is then full and
-// nothing more can arrive), so deliveries that ignore the bound pile up
-// above it. The timer only ends a wait; nothing is asserted about time.
+// A destination's max_in_flight bounds its concurrent deliveries across
+// the pool's workers. The destination holds each request until more than
+// the bound are in flight, every event has been sent, or 50ms pass (the
+// bound is then full and nothing more can arrive), so deliveries that
+// ignore the bound pile up above it. The timer only ends a wait; nothing
+// is asserted about time.
 func TestMaxInFlightBoundsADestination(t *testing.T) {
 	t.Parallel()
 	const limit, events = 2, 10
@@ -755,6 +789,7 @@ func TestMaxInFlightBoundsADestination(t *testing.T) {
 		mu                    sync.Mutex
 		active, most, started int
 		gate                  = make(chan struct{})
+		all                   = make(chan struct{})
 	)
 	d := newDest(t, func(int, http.ResponseWriter) int {
 		mu.Lock()
@@ -765,6 +800,9 @@ func TestMaxInFlightBoundsADestination(t *testing.T) {
 		if active > limit || started == events {
 			close(gate)
 			gate = make(chan struct{})
+		}
+		if started == events {
+			close(all)
 		}
 		mu.Unlock()
 		select {
@@ -779,17 +817,28 @@ func TestMaxInFlightBoundsADestination(t *testing.T) {
 	dst := destination("app", d, worker.OnEvent, 0)
 	dst.MaxInFlight = limit
 	b := setup(t, worker.Source{Name: "shop", Destinations: []worker.Destination{dst}})
-	b.start()
+	b.opts.Workers, b.opts.Batch, b.opts.Idle = 4, 2, time.Hour
 	var evs []inbox.Event
 	for i := range events {
 		evs = append(evs, event(fmt.Sprint("o", i), 1, "paid"))
 	}
-	b.add(evs...)
-	if n := b.once(); n != events {
-		t.Fatalf("leased %d, want %d", n, events)
+	ids := b.add(evs...)
+	p := b.start()
+	ctx, cancel := context.WithCancel(context.Background())
+	runErr := make(chan error, 1)
+	go func() { runErr <- p.Run(ctx) }()
+	p.Notify()
+	select {
+	case <-all:
+	case <-time.After(time.Minute):
+		t.Fatalf("deliveries stalled at %d of %d", len(d.Calls()), events)
 	}
-	if len(d.Calls()) != events {
-		t.Fatalf("%d deliveries, want %d", len(d.Calls()), events)
+	cancel()
+	if err := <-runErr; err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range ids {
+		b.wantStatus(id, inbox.StatusProcessed)
 	}
 	if most > limit {
 		t.Fatalf("%d deliveries in flight at once, want at most %d", most, limit)
@@ -797,7 +846,7 @@ func TestMaxInFlightBoundsADestination(t *testing.T) {
 }
 
 // A Retry-After beyond the destination's retry_max_delay is capped: a
-// huge value neither wraps into the past nor parks the event for years.
+// huge value neither wraps into the past nor parks the delivery for years.
 func TestRetryAfterIsCapped(t *testing.T) {
 	t.Parallel()
 	d := newDest(t, func(_ int, w http.ResponseWriter) int {
@@ -810,7 +859,7 @@ func TestRetryAfterIsCapped(t *testing.T) {
 	b.start()
 	ids := b.add(event("o1", 1, "paid"))
 	b.once()
-	if ev := b.wantStatus(ids[0], inbox.StatusRetry); ev.NextAttemptAt.Sub(start) != 2*time.Hour {
-		t.Errorf("next attempt at +%v, want the cap of 2h", ev.NextAttemptAt.Sub(start))
+	if dl := b.delivery(ids[0], "app"); dl.NextAttemptAt.Sub(start) != 2*time.Hour {
+		t.Errorf("next attempt at +%v, want the cap of 2h", dl.NextAttemptAt.Sub(start))
 	}
 }

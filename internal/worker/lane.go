@@ -1,0 +1,334 @@
+package worker
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/hookgate/hookgate/internal/deliver"
+	"github.com/hookgate/hookgate/internal/inbox"
+	"github.com/hookgate/hookgate/internal/metrics"
+)
+
+// lane delivers one source's events to one destination. Its deliveries
+// are leased, paced and paused on their own: a destination that hangs or
+// fails fills its own max_in_flight and opens its own circuit, and never
+// holds a delivery of another lane.
+type lane struct {
+	p     *Pool
+	key   inbox.Lane
+	dest  Destination
+	limit int
+	// wake tells the dispatcher that deliveries may be due (an event of
+	// this lane was finished by a worker of this node).
+	wake chan struct{}
+
+	mu      sync.Mutex
+	circuit circuit
+}
+
+// circuit is a lane's health. After PauseAfter consecutive failed
+// attempts the lane is paused until until: no delivery is leased, so no
+// event spends its attempts on a destination that is down. Then one
+// delivery probes it; success closes the circuit, failure pauses again.
+type circuit struct {
+	state    string
+	failures int
+	until    time.Time
+	lastErr  string
+	changed  time.Time
+}
+
+// result is an attempt that ended: what to record, and whether its
+// failure counts against the lane's health.
+type result struct {
+	done    inbox.Done
+	failure bool
+}
+
+// newLane returns the lane of src's destination d.
+func newLane(p *Pool, src string, d Destination) *lane {
+	n := d.MaxInFlight
+	if n <= 0 {
+		n = DefaultMaxInFlight
+	}
+	return &lane{
+		p: p, key: inbox.Lane{Source: src, Destination: d.Name}, dest: d, limit: n,
+		wake:    make(chan struct{}, 1),
+		circuit: circuit{state: inbox.LaneHealthy},
+	}
+}
+
+// notify wakes the lane's dispatcher; it never blocks.
+func (l *lane) notify() {
+	select {
+	case l.wake <- struct{}{}:
+	default:
+	}
+}
+
+// restore takes up a state recorded earlier (by this node before a
+// restart, or by another node): a paused lane stays paused until its time.
+func (l *lane) restore(st inbox.LaneState) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.circuit = circuit{state: st.State, failures: st.Failures, until: st.Until, lastErr: st.LastError, changed: st.Changed}
+}
+
+// room is how many deliveries the lane may lease with inFlight of its
+// own running: none while paused, one probe once the pause is over and
+// nothing runs, else what max_in_flight leaves.
+func (l *lane) room(inFlight int) int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.circuit.state == inbox.LanePaused {
+		if inFlight > 0 || l.p.opts.Now().Before(l.circuit.until) {
+			return 0
+		}
+		return 1
+	}
+	return max(l.limit-inFlight, 0)
+}
+
+// run dispatches the lane's deliveries until ctx ends, then lets the
+// attempts in flight end (each is bounded by the destination's timeout),
+// records them and returns.
+func (l *lane) run(ctx context.Context) {
+	owner := l.p.name + ":" + l.key.Source + "/" + l.key.Destination
+	results := make(chan result, l.limit)
+	var (
+		pending  []result
+		inFlight int
+		poll     = true
+		stopping bool
+	)
+	store := context.WithoutCancel(ctx)
+	idle := time.NewTimer(l.p.opts.Idle)
+	defer idle.Stop()
+	for {
+		n := 0
+		if !stopping && poll {
+			n = l.room(inFlight)
+		}
+		if len(pending) > 0 || n > 0 {
+			tasks, err := l.dispatch(store, owner, pending, n)
+			switch {
+			case err != nil && stopping:
+				l.p.logs.error("recording deliveries at shutdown", "source", l.key.Source, "destination", l.key.Destination, "err", err)
+				pending = nil
+			case err != nil:
+				// Keep what ended and try again after Idle.
+				l.p.logs.error("dispatching deliveries", "source", l.key.Source, "destination", l.key.Destination, "err", err)
+				poll = false
+			default:
+				pending = pending[:0]
+				poll = len(tasks) == n && n > 0
+				for _, t := range tasks {
+					inFlight++
+					go func() { results <- l.attempt(store, t) }()
+				}
+			}
+		} else {
+			poll = false
+		}
+		if stopping && inFlight == 0 && len(pending) == 0 {
+			return
+		}
+		if !poll {
+			idle.Reset(l.p.opts.Idle)
+		}
+		done := ctx.Done()
+		if stopping {
+			done = nil
+		}
+		select {
+		case r := <-results:
+			inFlight--
+			pending = append(pending, r)
+			// Record every attempt that ended meanwhile in the same
+			// transaction.
+			for more := true; more; {
+				select {
+				case r := <-results:
+					inFlight--
+					pending = append(pending, r)
+				default:
+					more = false
+				}
+			}
+			poll = true
+		case <-l.wake:
+			poll = true
+		case <-idle.C:
+			poll = true
+		case <-done:
+			stopping = true
+		}
+	}
+}
+
+// round makes the lane's due deliveries in the calling goroutine, up to
+// max_in_flight at once, until no more are due (or the lane pauses), and
+// returns how many it made.
+func (l *lane) round(ctx context.Context) (int, error) {
+	owner := l.p.name + ":once:" + l.key.Source + "/" + l.key.Destination
+	made := 0
+	for {
+		n := l.room(0)
+		if n == 0 {
+			return made, nil
+		}
+		tasks, err := l.dispatch(ctx, owner, nil, n)
+		if err != nil || len(tasks) == 0 {
+			return made, err
+		}
+		out := make([]result, len(tasks))
+		var wg sync.WaitGroup
+		for i, t := range tasks {
+			wg.Go(func() { out[i] = l.attempt(ctx, t) })
+		}
+		wg.Wait()
+		made += len(tasks)
+		if _, err := l.dispatch(ctx, owner, out, 0); err != nil || len(tasks) < n {
+			return made, err
+		}
+	}
+}
+
+// dispatch records the ended attempts, moves the circuit, and leases up
+// to n due deliveries, in one call to the store.
+func (l *lane) dispatch(ctx context.Context, owner string, ended []result, n int) ([]inbox.Task, error) {
+	done := make([]inbox.Done, len(ended))
+	for i, r := range ended {
+		done[i] = r.done
+	}
+	out, err := l.p.opts.Store.Dispatch(ctx, owner, l.key, done, n, l.p.opts.Lease)
+	if err != nil {
+		return nil, fmt.Errorf("dispatch %s/%s: %w", l.key.Source, l.key.Destination, err)
+	}
+	for _, r := range ended {
+		l.observe(ctx, r)
+	}
+	if len(out.Lost) > 0 {
+		l.p.lost("delivery", out.Lost)
+	}
+	for _, st := range out.Settled {
+		if st.Status == inbox.StatusDead {
+			l.p.died(st.ID, st.Source, metrics.DeadDelivery, st.Error)
+		}
+	}
+	return out.Tasks, nil
+}
+
+// attempt makes one delivery attempt of t and says how it ended.
+func (l *lane) attempt(ctx context.Context, t inbox.Task) (r result) {
+	at := l.p.opts.Now()
+	n := t.Delivery.Attempts + 1
+	r.done = inbox.Done{Attempt: inbox.Attempt{EventID: t.Event.ID, Destination: l.key.Destination, At: at}}
+	defer func() {
+		// A panic making the attempt (it should not happen) fails the
+		// attempt, not the lane.
+		if v := recover(); v != nil {
+			l.p.opts.Logger.Error("panic delivering", "event", t.Event.ID, "destination", l.key.Destination, "panic", v)
+			r = l.failed(r, n, fmt.Sprintf("panic: %v", v), true, 0)
+		}
+	}()
+	var applied inbox.Applied
+	if t.Event.Applied != nil {
+		applied = *t.Event.Applied
+	}
+	out := l.p.opts.Client.Deliver(ctx, l.dest.Destination, message(&t.Event, applied))
+	r.done.Attempt.Duration, r.done.Attempt.Code, r.done.Attempt.Body = out.Duration, out.Code, out.Body
+	if out.Delivered {
+		r.done.Status = inbox.DeliveryDelivered
+		return r
+	}
+	return l.failed(r, n, out.Err.Error(), out.Retryable, out.RetryAfter)
+}
+
+// failed completes r, the n-th attempt, which failed with msg: another
+// try after the backoff (at least retryAfter) while it is retryable and
+// attempts remain, else failed for good.
+func (l *lane) failed(r result, n int, msg string, retryable bool, retryAfter time.Duration) result {
+	r.failure = retryable
+	limit := maxAttempts(l.dest)
+	switch {
+	case !retryable:
+		r.done.Status = inbox.DeliveryFailed
+	case n >= limit:
+		r.done.Status = inbox.DeliveryFailed
+		msg = fmt.Sprintf("%s (attempt %d of %d)", msg, n, limit)
+	default:
+		r.done.Status = inbox.DeliveryPending
+		r.done.NextAttemptAt = l.p.opts.Now().Add(l.p.retryDelay(l.dest, n, retryAfter))
+	}
+	r.done.Attempt.Error = msg
+	return r
+}
+
+// observe reports a recorded attempt to the observer and moves the
+// circuit: a delivery closes it, a retryable failure counts towards
+// opening it. A refusal (a 4xx, a redirect) says nothing of the
+// destination's health.
+func (l *lane) observe(ctx context.Context, r result) {
+	outcome := metrics.DeliveryDelivered
+	switch r.done.Status {
+	case inbox.DeliveryPending:
+		outcome = metrics.DeliveryRetry
+	case inbox.DeliveryFailed:
+		outcome = metrics.DeliveryDead
+	}
+	l.p.observe(func() {
+		l.p.opts.Observer.Delivered(l.key.Source, l.key.Destination, outcome, r.done.Attempt.Duration)
+	})
+	if r.done.Status != inbox.DeliveryDelivered && !r.failure {
+		return
+	}
+	l.mu.Lock()
+	c, was := l.circuit, l.circuit.state
+	now := l.p.opts.Now()
+	if r.done.Status == inbox.DeliveryDelivered {
+		c.state, c.failures, c.until = inbox.LaneHealthy, 0, time.Time{}
+	} else {
+		c.failures++
+		c.lastErr = r.done.Attempt.Error
+		switch {
+		case l.dest.PauseAfter > 0 && c.failures >= l.dest.PauseAfter:
+			if c.state != inbox.LanePaused || !now.Before(c.until) {
+				c.state, c.until = inbox.LanePaused, now.Add(l.pauseFor())
+			}
+		case c.state == inbox.LaneHealthy:
+			c.state = inbox.LaneFailing
+		}
+	}
+	changed := c.state != was || (c.state == inbox.LanePaused && !c.until.Equal(l.circuit.until))
+	if changed {
+		c.changed = now
+	}
+	l.circuit = c
+	l.mu.Unlock()
+	if changed {
+		l.p.laneChanged(ctx, l.key, was, c)
+	}
+}
+
+func (l *lane) pauseFor() time.Duration {
+	if l.dest.PauseFor > 0 {
+		return l.dest.PauseFor
+	}
+	return DefaultPauseFor
+}
+
+// retryDelay is the delay before retrying d after its n-th failed
+// attempt, which asked to wait retryAfter.
+func (p *Pool) retryDelay(d Destination, n int, retryAfter time.Duration) time.Duration {
+	initial, maxDelay := d.RetryInitial, d.RetryMaxDelay
+	if initial <= 0 {
+		initial = p.opts.BackoffBase
+	}
+	if maxDelay <= 0 {
+		maxDelay = p.opts.BackoffMax
+	}
+	return deliver.NextDelay(n, initial, maxDelay, retryAfter, p.opts.Rand)
+}
