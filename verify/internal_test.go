@@ -15,11 +15,11 @@ func TestSalesforceChecksum(t *testing.T) {
 		"AAAAAAAAAAAAAAA": "AAAAAAAAAAAAAAA555",
 		"zzzzzzzzzzzzzzz": "zzzzzzzzzzzzzzzAAA",
 	} {
-		if got, ok := salesforceID18(id15); !ok || got != want {
-			t.Errorf("salesforceID18(%q) = %q, %v; want %q", id15, got, ok, want)
+		if got, ok := SalesforceID18(id15); !ok || got != want {
+			t.Errorf("SalesforceID18(%q) = %q, %v; want %q", id15, got, ok, want)
 		}
-		if got, ok := salesforceID18(want); !ok || got != want {
-			t.Errorf("salesforceID18(%q) = %q, %v; want it unchanged", want, got, ok)
+		if got, ok := SalesforceID18(want); !ok || got != want {
+			t.Errorf("SalesforceID18(%q) = %q, %v; want it unchanged", want, got, ok)
 		}
 	}
 }

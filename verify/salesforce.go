@@ -5,6 +5,7 @@ import (
 	"crypto/subtle"
 	"encoding/xml"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
@@ -25,6 +26,13 @@ const (
 	MaxSalesforceBody = 16 << 20
 	// MaxSalesforceDepth is the deepest element nesting it parses.
 	MaxSalesforceDepth = 64
+	// MaxSalesforceElements is the most elements it parses. Without a token
+	// anyone who knows the organization id (it is not a secret) reaches the
+	// parser, and an XML parser allocates per element: a 1 MiB body of empty
+	// elements would otherwise cost about 50 MB. 32,768 is a full batch of
+	// 100 notifications with over 300 fields each, more than fits in the
+	// default 1 MiB body limit.
+	MaxSalesforceElements = 1 << 15
 )
 
 // Salesforce verifies Salesforce outbound messages. Salesforce does not
@@ -37,7 +45,10 @@ const (
 // on either side is extended with its checksum suffix. The body is parsed
 // with encoding/xml; a document type declaration, more than one Envelope,
 // Body, notifications or OrganizationId, nesting deeper than
-// [MaxSalesforceDepth] or a body over [MaxSalesforceBody] is malformed.
+// [MaxSalesforceDepth], more than [MaxSalesforceElements] elements or a body
+// over [MaxSalesforceBody] is malformed. Only elements in the SOAP envelope
+// and outbound-message namespaces count: an OrganizationId in another
+// namespace is not the organization.
 type Salesforce struct {
 	orgID string // 18-character form
 	token *token
@@ -58,7 +69,7 @@ func NewSalesforce(organizationID, token string, opts ...Option) (*Salesforce, e
 	if _, err := buildOptions(schemeSalesforce, opts); err != nil {
 		return nil, err
 	}
-	id, ok := salesforceID18(organizationID)
+	id, ok := SalesforceID18(organizationID)
 	if !ok || !strings.HasPrefix(id, "00D") {
 		return nil, fail(schemeSalesforce, "organization id", ErrConfig)
 	}
@@ -99,7 +110,7 @@ func (s *Salesforce) checkOrg(body []byte) error {
 	if err != nil {
 		return err
 	}
-	id, ok := salesforceID18(got)
+	id, ok := SalesforceID18(got)
 	if !ok || subtle.ConstantTimeCompare([]byte(id), []byte(s.orgID)) != 1 {
 		return fail(schemeSalesforce, "OrganizationId", ErrMismatch)
 	}
@@ -125,9 +136,9 @@ func salesforceOrgID(body []byte) (string, error) {
 	}
 	dec := xml.NewDecoder(bytes.NewReader(body))
 	var (
-		path                          []xml.Name
-		org                           []byte
-		roots, bodies, notifs, orgIDs int
+		path                                    []xml.Name
+		org                                     []byte
+		elements, roots, bodies, notifs, orgIDs int
 	)
 	for {
 		tok, err := dec.Token()
@@ -141,7 +152,13 @@ func salesforceOrgID(body []byte) (string, error) {
 		case xml.Directive:
 			return "", malformed
 		case xml.StartElement:
-			if len(path) == MaxSalesforceDepth || (len(path) == 4 && path[3] == nameOrgID) {
+			if elements++; elements > MaxSalesforceElements {
+				return "", fail(schemeSalesforce, fmt.Sprintf("body (more than %d elements)", MaxSalesforceElements), ErrMalformed)
+			}
+			if len(path) == MaxSalesforceDepth {
+				return "", fail(schemeSalesforce, fmt.Sprintf("body (nested deeper than %d elements)", MaxSalesforceDepth), ErrMalformed)
+			}
+			if len(path) == 4 && path[3] == nameOrgID {
 				return "", malformed
 			}
 			path = append(path, t.Name)
@@ -178,9 +195,11 @@ func salesforceOrgID(body []byte) (string, error) {
 	return strings.TrimSpace(string(org)), nil
 }
 
-// salesforceID18 returns the 18-character form of a 15- or 18-character
-// Salesforce id, and false when id is neither or its checksum is wrong.
-func salesforceID18(id string) (string, bool) {
+// SalesforceID18 returns the 18-character form of a 15- or 18-character
+// Salesforce id, and false when id is neither or its checksum is wrong. The
+// two forms name one record (or organization); the 18-character one is the
+// one to store, because it also compares equal case-insensitively.
+func SalesforceID18(id string) (string, bool) {
 	if len(id) != 15 && len(id) != 18 {
 		return "", false
 	}
