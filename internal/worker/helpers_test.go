@@ -21,7 +21,8 @@ import (
 
 const secret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
 
-// clock is a settable test clock.
+// clock is a settable test clock; set to the zero time, it is the real
+// clock.
 type clock struct {
 	mu  sync.Mutex
 	now time.Time
@@ -30,6 +31,9 @@ type clock struct {
 func (c *clock) Now() time.Time {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if c.now.IsZero() {
+		return time.Now()
+	}
 	return c.now
 }
 
