@@ -98,6 +98,53 @@ func (b *bundle) kill(reason string, ids ...int64) {
 	}
 }
 
+// route leases every due event, applies event id and finishes it
+// processed for dests, so that it is delivering with a pending delivery to
+// each; the clock moves on by a millisecond, past the others' lease.
+func (b *bundle) route(id int64, dests ...string) {
+	b.t.Helper()
+	defer b.clock.Advance(time.Millisecond)
+	ctx := b.t.Context()
+	evs, err := b.store.Lease(ctx, "test", 1000, time.Nanosecond)
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	i := slices.IndexFunc(evs, func(e inbox.Event) bool { return e.ID == id })
+	if i < 0 {
+		b.t.Fatalf("event %d is not due", id)
+	}
+	if _, err := b.store.Apply(ctx, evs[i:i+1]); err != nil {
+		b.t.Fatal(err)
+	}
+	if err := b.store.Finish(ctx, "test", []inbox.Result{{ID: id, Status: inbox.StatusProcessed, Destinations: dests}}); err != nil {
+		b.t.Fatal(err)
+	}
+}
+
+// attempt leases the due deliveries of source's destination dest and
+// records one attempt on event id, 2 ms long, that ends in st (a pending
+// one is due again at once); the clock moves on by a second.
+func (b *bundle) attempt(source, dest string, id int64, st inbox.DeliveryStatus, code int, msg string) {
+	b.t.Helper()
+	defer b.clock.Advance(time.Second)
+	ctx, lane := b.t.Context(), inbox.Lane{Source: source, Destination: dest}
+	got, err := b.store.Dispatch(ctx, "test", lane, nil, 1000, time.Nanosecond)
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	if !slices.ContainsFunc(got.Tasks, func(task inbox.Task) bool { return task.Event.ID == id }) {
+		b.t.Fatalf("the delivery of event %d to %s is not due", id, dest)
+	}
+	done := inbox.Done{Status: st, Attempt: inbox.Attempt{EventID: id, Destination: dest, At: b.clock.Now(),
+		Duration: 2 * time.Millisecond, Code: code, Error: msg, Body: "answer: " + msg}}
+	if st == inbox.DeliveryPending {
+		done.NextAttemptAt = b.clock.Now()
+	}
+	if got, err = b.store.Dispatch(ctx, "test", lane, []inbox.Done{done}, 0, 0); err != nil || len(got.Lost) > 0 {
+		b.t.Fatalf("record the attempt: %v, lost %v", err, got.Lost)
+	}
+}
+
 // do sends a request with the token and returns the status and body.
 func (b *bundle) do(method, target, body string) (int, []byte) {
 	b.t.Helper()
@@ -139,31 +186,41 @@ func (b *bundle) wantError(method, target, body string, code int, msg string) {
 	}
 }
 
+// eventView is what a test reads of eventview's JSON.
 type eventView struct {
-	ID          int64             `json:"id"`
-	Key         string            `json:"key"`
-	Source      string            `json:"source"`
-	Tenant      string            `json:"tenant"`
-	EventID     string            `json:"event_id"`
-	Status      string            `json:"status"`
-	ReceivedAt  time.Time         `json:"received_at"`
-	EntityID    string            `json:"entity_id"`
-	Attempts    int               `json:"attempts"`
-	LastError   string            `json:"last_error"`
-	Headers     map[string]string `json:"headers"`
-	Payload     json.RawMessage   `json:"payload"`
-	PayloadText string            `json:"payload_text"`
-	Applied     *struct {
-		Outcome    string `json:"outcome"`
-		From, To   string
-		Transition bool
-	} `json:"applied"`
+	ID                 int64             `json:"id"`
+	Key                string            `json:"key"`
+	Source             string            `json:"source"`
+	Tenant             string            `json:"tenant"`
+	EventID            string            `json:"event_id"`
+	Status             string            `json:"status"`
+	ReceivedAt         time.Time         `json:"received_at"`
+	EntityID           string            `json:"entity_id"`
+	Applied            string            `json:"applied"`
+	Transition         string            `json:"transition"`
+	Attempts           int               `json:"attempts"`
+	ProcessingAttempts int               `json:"processing_attempts"`
+	LastError          string            `json:"last_error"`
+	Headers            map[string]string `json:"headers"`
+	Payload            json.RawMessage   `json:"payload"`
+	PayloadText        string            `json:"payload_text"`
+	Entity             *struct {
+		State     string `json:"state"`
+		WrittenBy int64  `json:"written_by"`
+	} `json:"entity"`
 	Deliveries []struct {
 		Destination string `json:"destination"`
 		Status      string `json:"status"`
 		Attempts    int    `json:"attempts"`
 		Code        int    `json:"code"`
 		Error       string `json:"error"`
+		Log         []struct {
+			At         time.Time `json:"at"`
+			DurationMS float64   `json:"duration_ms"`
+			Code       int       `json:"code"`
+			Error      string    `json:"error"`
+			Body       string    `json:"body"`
+		} `json:"log"`
 	} `json:"deliveries"`
 }
 
@@ -264,7 +321,7 @@ func TestListEvents(t *testing.T) {
 	}
 	e := all.Events[len(all.Events)-1]
 	if e.Source != "stripe" || e.Tenant != "acme" || e.EventID != "1" || e.Status != "received" || e.EntityID != "ch_1" ||
-		len(e.Key) != 2*dedupe.HashSize || !e.ReceivedAt.Equal(start) {
+		len(e.Key) != 2*dedupe.HashSize || !e.ReceivedAt.Equal(start) || e.Applied != "none" || e.Transition != "" {
 		t.Errorf("oldest event = %+v", e)
 	}
 	if e.Payload != nil || e.Headers != nil || e.Deliveries != nil {
@@ -279,6 +336,7 @@ func TestListEvents(t *testing.T) {
 		{"tenant=globex", []int64{stripe[2]}},
 		{"source=stripe&tenant=acme", []int64{stripe[1], stripe[0]}},
 		{"status=dead", []int64{stripe[1]}},
+		{"status=delivering", nil},
 		{"status=received&source=stripe", []int64{stripe[2], stripe[0]}},
 		{"source=none", nil},
 	} {
@@ -326,22 +384,11 @@ func TestListEvents(t *testing.T) {
 func TestShowEvent(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
+	start := b.clock.Now()
 	id := b.accept("stripe", "1")[0]
-	evs, err := b.store.Lease(t.Context(), "w", 10, time.Minute)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := b.store.Apply(t.Context(), evs); err != nil {
-		t.Fatal(err)
-	}
-	for _, d := range []inbox.Delivery{
-		{EventID: id, Destination: "zeta", Status: inbox.DeliveryFailed, Code: 503, Error: "unavailable", At: b.clock.Now()},
-		{EventID: id, Destination: "app", Status: inbox.DeliveryDelivered, Code: 204, At: b.clock.Now()},
-	} {
-		if err := b.store.RecordDelivery(t.Context(), d); err != nil {
-			t.Fatal(err)
-		}
-	}
+	b.route(id, "zeta", "app")
+	b.attempt("stripe", "zeta", id, inbox.DeliveryPending, 503, "unavailable")
+	b.attempt("stripe", "app", id, inbox.DeliveryDelivered, 204, "")
 
 	var e eventView
 	b.get("/api/events/"+strconv.FormatInt(id, 10), http.StatusOK, &e)
@@ -351,15 +398,26 @@ func TestShowEvent(t *testing.T) {
 	if e.Headers["Content-Type"] != "application/json" {
 		t.Errorf("headers = %v", e.Headers)
 	}
-	if e.Attempts != 1 {
-		t.Errorf("attempts = %d, want 1 (one lease)", e.Attempts)
+	if e.Status != "delivering" || e.Applied != "applied" || e.Transition != "->succeeded" ||
+		e.Attempts != 2 || e.ProcessingAttempts != 1 || e.LastError != "zeta: unavailable" {
+		t.Errorf("event = %+v", e)
 	}
-	if e.Applied == nil || e.Applied.Outcome != "applied" || e.Applied.To != "succeeded" || !e.Applied.Transition {
-		t.Errorf("applied = %+v", e.Applied)
+	if e.Entity == nil || e.Entity.State != "succeeded" || e.Entity.WrittenBy != id {
+		t.Errorf("entity = %+v", e.Entity)
 	}
-	if len(e.Deliveries) != 2 || e.Deliveries[0].Destination != "app" || e.Deliveries[0].Status != "delivered" ||
-		e.Deliveries[1].Destination != "zeta" || e.Deliveries[1].Code != 503 || e.Deliveries[1].Error != "unavailable" {
-		t.Errorf("deliveries = %+v, want app then zeta", e.Deliveries)
+	if len(e.Deliveries) != 2 {
+		t.Fatalf("deliveries = %+v, want app and zeta", e.Deliveries)
+	}
+	app, zeta := e.Deliveries[0], e.Deliveries[1]
+	if app.Destination != "app" || app.Status != "delivered" || app.Attempts != 1 || app.Code != 204 || len(app.Log) != 1 {
+		t.Errorf("app = %+v", app)
+	}
+	if zeta.Destination != "zeta" || zeta.Status != "pending" || zeta.Code != 503 || zeta.Error != "unavailable" || len(zeta.Log) != 1 {
+		t.Fatalf("zeta = %+v", zeta)
+	}
+	if l := zeta.Log[0]; !l.At.Equal(start.Add(time.Millisecond)) || l.DurationMS != 2 || l.Code != 503 ||
+		l.Error != "unavailable" || l.Body != "answer: unavailable" {
+		t.Errorf("zeta's attempt = %+v", l)
 	}
 
 	b.wantError(http.MethodGet, "/api/events/999", "", http.StatusNotFound, "not found")
@@ -479,25 +537,38 @@ func TestReplayRedeliver(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	id := b.accept("stripe", "1")[0]
-	if err := b.store.RecordDelivery(t.Context(), inbox.Delivery{EventID: id, Destination: "app", Status: inbox.DeliveryDelivered, Code: 200}); err != nil {
-		t.Fatal(err)
-	}
-	deliveries := func() int {
+	b.route(id, "app", "ledger")
+	b.attempt("stripe", "app", id, inbox.DeliveryDelivered, 200, "")
+	b.attempt("stripe", "ledger", id, inbox.DeliveryDelivered, 200, "")
+	delivered := func() []string {
 		ds, err := b.store.Deliveries(t.Context(), []int64{id})
 		if err != nil {
 			t.Fatal(err)
 		}
-		return len(ds[id])
+		var names []string
+		for name, d := range ds[id] {
+			if d.Status == inbox.DeliveryDelivered {
+				names = append(names, name)
+			}
+		}
+		slices.Sort(names)
+		return names
 	}
 	var r struct{ Replayed int }
 	b.want(http.MethodPost, "/api/replay", `{"source": "stripe"}`, http.StatusOK, &r)
-	if r.Replayed != 1 || deliveries() != 1 {
-		t.Errorf("replay: replayed %d, %d delivery records; want 1, 1 (kept)", r.Replayed, deliveries())
+	if got := delivered(); r.Replayed != 1 || !slices.Equal(got, []string{"app", "ledger"}) {
+		t.Errorf("replay: replayed %d, delivered to %v; want 1, both kept", r.Replayed, got)
+	}
+	b.want(http.MethodPost, "/api/replay", `{"source": "stripe", "redeliver": true, "destination": "ledger"}`, http.StatusOK, &r)
+	if got := delivered(); r.Replayed != 1 || !slices.Equal(got, []string{"app"}) {
+		t.Errorf("redeliver to ledger: replayed %d, delivered to %v; want 1, app kept", r.Replayed, got)
 	}
 	b.want(http.MethodPost, "/api/replay", `{"source": "stripe", "redeliver": true}`, http.StatusOK, &r)
-	if r.Replayed != 1 || deliveries() != 0 {
-		t.Errorf("redeliver: replayed %d, %d delivery records; want 1, 0", r.Replayed, deliveries())
+	if got := delivered(); r.Replayed != 1 || len(got) != 0 {
+		t.Errorf("redeliver: replayed %d, delivered to %v; want 1, none kept", r.Replayed, got)
 	}
+	b.wantError(http.MethodPost, "/api/replay", `{"source": "stripe", "destination": "ledger"}`,
+		http.StatusBadRequest, `add "redeliver": true`)
 }
 
 func TestStats(t *testing.T) {
@@ -527,6 +598,30 @@ func TestStats(t *testing.T) {
 	if s.Pending != 3 || !s.OldestPending.Equal(start) || s.OldestPendingSeconds < 3500 {
 		t.Errorf("pending %d, oldest %v (%v s); want 3 received an hour ago", s.Pending, s.OldestPending, s.OldestPendingSeconds)
 	}
+	if s.Lanes == nil || len(s.Lanes) != 0 {
+		t.Errorf("lanes = %v, want an empty list", s.Lanes)
+	}
+
+	// Event 2 waits for app, which is paused after failing.
+	b.route(id[1], "app")
+	b.attempt("stripe", "app", id[1], inbox.DeliveryPending, 503, "unavailable")
+	until := b.clock.Now().Add(time.Minute)
+	err := b.store.SetLaneState(t.Context(), inbox.LaneState{Lane: inbox.Lane{Source: "stripe", Destination: "app"},
+		State: inbox.LanePaused, Failures: 5, Until: until, LastError: "503 unavailable", Changed: b.clock.Now()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.get("/api/stats", http.StatusOK, &s)
+	if len(s.Lanes) != 1 {
+		t.Fatalf("lanes = %+v, want stripe's app", s.Lanes)
+	}
+	if l := s.Lanes[0]; l.Source != "stripe" || l.Destination != "app" || l.State != "paused" || l.Failures != 5 ||
+		!l.Until.Equal(until) || l.LastError != "503 unavailable" || !l.Changed.Equal(until.Add(-time.Minute)) || l.Pending != 1 {
+		t.Errorf("lane = %+v", l)
+	}
+	if s.Sources["stripe"].ByStatus[inbox.StatusDelivering] != 1 || s.Pending != 3 {
+		t.Errorf("stripe by status = %v, pending %d; want 1 delivering, 3 pending", s.Sources["stripe"].ByStatus, s.Pending)
+	}
 }
 
 func TestNewStats(t *testing.T) {
@@ -536,10 +631,10 @@ func TestNewStats(t *testing.T) {
 		"a": {ByStatus: map[inbox.Status]int{inbox.StatusProcessed: 5}, Accepted: 3, Duplicates: 1},
 		"b": {},
 	}}, now)
-	if a := got.Sources["a"]; a.DedupeHitRate != 0.25 || len(a.ByStatus) != 4 || a.ByStatus[inbox.StatusProcessed] != 5 {
+	if a := got.Sources["a"]; a.DedupeHitRate != 0.25 || len(a.ByStatus) != 5 || a.ByStatus[inbox.StatusProcessed] != 5 {
 		t.Errorf("a = %+v", a)
 	}
-	if b := got.Sources["b"]; b.DedupeHitRate != 0 || len(b.ByStatus) != 4 {
+	if b := got.Sources["b"]; b.DedupeHitRate != 0 || len(b.ByStatus) != 5 {
 		t.Errorf("b = %+v", b)
 	}
 	if got.OldestPendingSeconds != 0 || !got.OldestPending.IsZero() {
@@ -549,8 +644,17 @@ func TestNewStats(t *testing.T) {
 	if got.OldestPendingSeconds != 90 {
 		t.Errorf("oldest pending seconds = %v, want 90", got.OldestPendingSeconds)
 	}
+	// Until means something only while a lane is paused.
+	got = admin.NewStats(inbox.Stats{Lanes: []inbox.LaneState{
+		{Lane: inbox.Lane{Source: "a", Destination: "app"}, State: inbox.LanePaused, Failures: 5, Until: now, Pending: 2},
+		{Lane: inbox.Lane{Source: "a", Destination: "ledger"}, State: inbox.LaneHealthy, Until: now.Add(-time.Hour)},
+	}}, now)
+	if len(got.Lanes) != 2 || !got.Lanes[0].Until.Equal(now) || got.Lanes[0].Failures != 5 || got.Lanes[0].Pending != 2 ||
+		!got.Lanes[1].Until.IsZero() || got.Lanes[1].State != "healthy" {
+		t.Errorf("lanes = %+v", got.Lanes)
+	}
 	data, err := json.Marshal(admin.NewStats(inbox.Stats{}, now))
-	if err != nil || string(data) != `{"sources":{},"pending":0,"oldest_pending_seconds":0}` {
+	if err != nil || string(data) != `{"sources":{},"pending":0,"oldest_pending_seconds":0,"lanes":[]}` {
 		t.Errorf("empty stats JSON = %s, %v", data, err)
 	}
 }

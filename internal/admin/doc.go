@@ -5,15 +5,19 @@
 // routes answer JSON:
 //
 //	GET  /api/events?source=&tenant=&status=&limit=&before=   events, newest first
-//	GET  /api/events/{id}                                     one event, with payload and deliveries
+//	GET  /api/events/{id}                                     one event: payload, entity, deliveries, attempt log
 //	GET  /api/dead?source=&tenant=&limit=&before=             dead events, newest first
 //	POST /api/replay                                          put events back to be processed
-//	GET  /api/stats                                           counts, dedupe hit rate, oldest pending
+//	GET  /api/stats                                           counts, dedupe hit rate, oldest pending, lanes
 //
-// A list answers {"events": [...], "next": ID}; "next" is there when the page
-// is full, and passing it as before= gives the next page. A replay takes
-// {"dead", "source", "tenant", "since": "24h", "ids": [...], "redeliver",
-// "all"} and answers {"replayed": N}; like `hookgate replay` it refuses a
-// request that selects nothing unless "all" is true. Errors answer
-// {"error": "..."} with 400, 401, 404, 405, 413 or 500.
+// Events have the form of package eventview, the same that `hookgate
+// events` prints with --json. A list answers {"events": [...], "next": ID};
+// "next" is there when the page is full, and passing it as before= gives
+// the next page. A replay takes {"dead", "source", "tenant", "since":
+// "24h", "ids": [...], "redeliver", "destination", "all"} and answers
+// {"replayed": N}; like `hookgate replay` it refuses a request that
+// selects nothing unless "all" is true, and a "destination" without
+// "redeliver" (only a redelivery calls a destination that already has the
+// event). Errors answer {"error": "..."} with 400, 401, 404, 405, 413 or
+// 500.
 package admin

@@ -18,6 +18,8 @@ type replayRequest struct {
 	Since     string  `json:"since"`
 	IDs       []int64 `json:"ids"`
 	Redeliver bool    `json:"redeliver"`
+	// Destination limits a redelivery to one destination.
+	Destination string `json:"destination"`
 	// All allows a replay that no other field narrows.
 	All bool `json:"all"`
 }
@@ -39,7 +41,11 @@ func (a *api) replay(w http.ResponseWriter, r *http.Request) error {
 	if dec.More() {
 		return badRequest("body: want one JSON object")
 	}
-	f := inbox.ReplayFilter{Dead: req.Dead, Source: req.Source, Tenant: req.Tenant, IDs: req.IDs, Redeliver: req.Redeliver}
+	if req.Destination != "" && !req.Redeliver {
+		return badRequest(`destination %q: only a redelivery names a destination; add "redeliver": true`, req.Destination)
+	}
+	f := inbox.ReplayFilter{Dead: req.Dead, Source: req.Source, Tenant: req.Tenant, IDs: req.IDs,
+		Redeliver: req.Redeliver, Destination: req.Destination}
 	if req.Since != "" {
 		d, err := time.ParseDuration(req.Since)
 		if err != nil || d <= 0 {

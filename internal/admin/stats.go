@@ -13,13 +13,36 @@ import (
 type Stats struct {
 	// Sources holds each source's counts, by name.
 	Sources map[string]SourceStats `json:"sources"`
-	// Pending counts events received or in retry.
+	// Pending counts open events: received, in retry or delivering.
 	Pending int `json:"pending"`
 	// OldestPending is when the oldest pending event was received; absent
 	// when none is pending.
 	OldestPending time.Time `json:"oldest_pending,omitzero"`
 	// OldestPendingSeconds is that event's age; 0 when none is pending.
 	OldestPendingSeconds float64 `json:"oldest_pending_seconds"`
+	// Lanes are the (source, destination) pairs processing has a state
+	// for or that have deliveries pending, by source then destination.
+	Lanes []Lane `json:"lanes"`
+}
+
+// Lane is the health of one destination of one source, as processing
+// last saw it.
+type Lane struct {
+	Source      string `json:"source"`
+	Destination string `json:"destination"`
+	// State is healthy, failing (attempts fail, not yet paused) or paused
+	// (the circuit is open: no attempts until Until).
+	State string `json:"state"`
+	// Failures counts consecutive failed attempts.
+	Failures int `json:"failures"`
+	// Until is when a paused lane is probed again; absent unless paused.
+	Until     time.Time `json:"until,omitzero"`
+	LastError string    `json:"last_error,omitempty"`
+	// Changed is when the state last changed; absent before processing
+	// recorded one.
+	Changed time.Time `json:"changed,omitzero"`
+	// Pending counts the lane's deliveries not yet delivered or failed.
+	Pending int `json:"pending"`
 }
 
 // SourceStats are one source's counts.
@@ -36,7 +59,14 @@ type SourceStats struct {
 
 // NewStats returns the JSON form of s, with ages measured at now.
 func NewStats(s inbox.Stats, now time.Time) Stats {
-	out := Stats{Sources: make(map[string]SourceStats, len(s.Sources)), Pending: s.Pending}
+	out := Stats{Sources: make(map[string]SourceStats, len(s.Sources)), Pending: s.Pending, Lanes: make([]Lane, len(s.Lanes))}
+	for i, l := range s.Lanes {
+		out.Lanes[i] = Lane{Source: l.Source, Destination: l.Destination, State: l.State, Failures: l.Failures,
+			LastError: l.LastError, Changed: l.Changed, Pending: l.Pending}
+		if l.State == inbox.LanePaused {
+			out.Lanes[i].Until = l.Until
+		}
+	}
 	if !s.OldestPending.IsZero() {
 		out.OldestPending = s.OldestPending
 		out.OldestPendingSeconds = max(now.Sub(s.OldestPending).Seconds(), 0)
