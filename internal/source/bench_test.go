@@ -1,6 +1,7 @@
 package source
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/hookgate/hookgate/internal/config"
@@ -33,5 +34,33 @@ func BenchmarkEvents(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// tinyElements returns an outbound message of testOrg, about 1 MiB, whose
+// one sObject holds nothing but empty elements: the cheapest body that makes
+// an XML parser allocate per element. Its organization is right, so without
+// a token it passes authentication.
+func tinyElements() []byte {
+	const head = `<soapenv:Envelope xmlns:soapenv="http://schemas.xmlsoap.org/soap/envelope/"><soapenv:Body>` +
+		`<notifications xmlns="http://soap.sforce.com/2005/09/outbound"><OrganizationId>` + testOrg + `</OrganizationId>` +
+		`<Notification><Id>04l5e00000AbC1AAAV</Id><sObject>`
+	const tail = `</sObject></Notification></notifications></soapenv:Body></soapenv:Envelope>`
+	return []byte(head + strings.Repeat("<a/>", (1<<20-len(head)-len(tail))/4) + tail)
+}
+
+// BenchmarkSalesforceTinyElements measures what intake spends on a hostile
+// Salesforce message before it is refused: authentication, then splitting.
+func BenchmarkSalesforceTinyElements(b *testing.B) {
+	s := newTestSource(b, presetConfig(config.ProviderSalesforce))
+	body := tinyElements()
+	r := newRequest("/in/sf", body)
+	b.SetBytes(int64(len(body)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := s.Authenticate(r, body); err != nil {
+			continue
+		}
+		s.Events(r, body, "")
 	}
 }

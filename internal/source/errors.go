@@ -18,6 +18,11 @@ var (
 	// ErrNotScalar reports that a selector chose a JSON object or array
 	// where a value was needed.
 	ErrNotScalar = errors.New("an object or array, not a value")
+	// ErrDuplicateName reports a name that appears twice where a selector
+	// reads it: a JSON object's member, an XML element or attribute. Parsers
+	// disagree on which of the two counts (gjson takes the first, most JSON
+	// parsers the last), so the key would depend on who reads the event.
+	ErrDuplicateName = errors.New("duplicate name")
 	// ErrPathTenant reports a tenant in the URL path of a source that does
 	// not take its tenant from the path.
 	ErrPathTenant = errors.New("this source takes no tenant in the URL path")

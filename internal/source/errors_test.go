@@ -92,7 +92,7 @@ func TestEventsErrors(t *testing.T) {
 			is:   ErrMissing, index: 1, part: "event id", selector: "xml:Id"},
 		{name: "salesforce organization missing", cfg: presetConfig(config.ProviderSalesforce),
 			body: strings.Replace(soap(note), "<OrganizationId>"+testOrg+"</OrganizationId>", "", 1),
-			is:   ErrMissing, index: 0, part: "tenant", selector: "xml:/Envelope/Body/notifications/OrganizationId"},
+			is:   ErrMissing, index: 0, part: "tenant", selector: "xml:/Envelope/Body/notifications/OrganizationId (18-character form)"},
 		{name: "github delivery header missing", cfg: presetConfig(config.ProviderGitHub), body: `{}`,
 			headers: []string{"X-GitHub-Event: push"},
 			is:      ErrMissing, index: 0, part: "event id", selector: "header:X-GitHub-Delivery"},

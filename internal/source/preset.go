@@ -1,11 +1,13 @@
 package source
 
 import (
+	"fmt"
 	"strings"
 
 	"github.com/tidwall/gjson"
 
 	"github.com/hookgate/hookgate/internal/config"
+	"github.com/hookgate/hookgate/verify"
 )
 
 // format is how a provider's body is split into events.
@@ -90,7 +92,7 @@ var presets = map[string]preset{
 	config.ProviderSalesforce: {
 		format: formatSOAP,
 		key:    []selector{mustSel("xml:Id")},
-		tenant: mustSel("xml:/Envelope/Body/notifications/OrganizationId"),
+		tenant: salesforceTenant,
 		entity: entitySels{
 			typ:     salesforceType,
 			id:      mustSel("xml:sObject/Id"),
@@ -118,6 +120,7 @@ var presets = map[string]preset{
 var stripeState = derivedSel{
 	desc: "json:data.object.refunded, else json:data.object.status",
 	from: config.SelectJSON,
+	read: reads("json:data.object.refunded", "json:data.object.status"),
 	fn: func(in *input) (string, error) {
 		if in.json.Get("data.object.refunded").Type == gjson.True {
 			return "refunded", nil
@@ -142,6 +145,7 @@ var shopifyType = derivedSel{
 var hubspotObjectType = derivedSel{
 	desc: "json:subscriptionType before '.'",
 	from: config.SelectJSON,
+	read: reads("json:subscriptionType"),
 	fn: func(in *input) (string, error) {
 		t, err := jsonValue(in.json.Get("subscriptionType"))
 		if err != nil {
@@ -157,6 +161,7 @@ var hubspotObjectType = derivedSel{
 var hubspotAction = derivedSel{
 	desc: "json:subscriptionType after '.', json:propertyName",
 	from: config.SelectJSON,
+	read: reads("json:subscriptionType", "json:propertyName"),
 	fn: func(in *input) (string, error) {
 		t, err := jsonValue(in.json.Get("subscriptionType"))
 		if err != nil {
@@ -177,6 +182,7 @@ var hubspotAction = derivedSel{
 var hubspotEntityType = derivedSel{
 	desc: "json:subscriptionType before '.', json:propertyName",
 	from: config.SelectJSON,
+	read: reads("json:subscriptionType", "json:propertyName"),
 	fn: func(in *input) (string, error) {
 		obj, err := hubspotObjectType.fn(in)
 		if err != nil {
@@ -189,13 +195,21 @@ var hubspotEntityType = derivedSel{
 	},
 }
 
+// What the Salesforce preset's derived selectors read.
+var (
+	sfObjectType     = mustSel("xml:sObject/@type").sel
+	sfVersions       = reads("xml:sObject/LastModifiedDate", "xml:sObject/SystemModstamp")
+	sfOrganizationID = mustSel("xml:/Envelope/Body/notifications/OrganizationId").sel
+)
+
 // salesforceType is the sObject's type without its namespace prefix:
 // "Opportunity" for xsi:type="sf:Opportunity".
 var salesforceType = derivedSel{
 	desc: "xml:sObject/@type without prefix",
 	from: config.SelectXML,
+	read: []config.Selector{sfObjectType},
 	fn: func(in *input) (string, error) {
-		t := xmlValue(in, config.Selector{Kind: config.SelectXML, Path: []string{"sObject"}, Attr: "type"})
+		t := xmlValue(in, sfObjectType)
 		if _, local, ok := strings.Cut(t, ":"); ok {
 			t = local
 		}
@@ -208,14 +222,44 @@ var salesforceType = derivedSel{
 var salesforceVersion = derivedSel{
 	desc: "xml:sObject/LastModifiedDate, else xml:sObject/SystemModstamp",
 	from: config.SelectXML,
+	read: sfVersions,
 	fn: func(in *input) (string, error) {
-		for _, field := range []string{"LastModifiedDate", "SystemModstamp"} {
-			if v := xmlValue(in, config.Selector{Kind: config.SelectXML, Path: []string{"sObject", field}}); v != "" {
+		for _, sel := range sfVersions {
+			if v := xmlValue(in, sel); v != "" {
 				return v, nil
 			}
 		}
 		return "", ErrMissing
 	},
+}
+
+// salesforceTenant is the organization in its 18-character form, the form
+// the verifier compares: a 15- and an 18-character id of one organization
+// are one tenant, so a notification sent with each is one event.
+var salesforceTenant = derivedSel{
+	desc: "xml:/Envelope/Body/notifications/OrganizationId (18-character form)",
+	from: config.SelectXML,
+	read: []config.Selector{sfOrganizationID},
+	fn: func(in *input) (string, error) {
+		v := xmlValue(in, sfOrganizationID)
+		if v == "" {
+			return "", ErrMissing
+		}
+		id, ok := verify.SalesforceID18(v)
+		if !ok {
+			return "", fmt.Errorf("%w: not a 15- or 18-character organization id", ErrMalformed)
+		}
+		return id, nil
+	},
+}
+
+// reads parses a preset's selectors in config form.
+func reads(sels ...string) []config.Selector {
+	out := make([]config.Selector, len(sels))
+	for i, s := range sels {
+		out[i] = mustSel(s).sel
+	}
+	return out
 }
 
 // before returns s up to the first sep, or all of s.

@@ -1,6 +1,7 @@
 package source
 
 import (
+	"encoding/xml"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -48,6 +49,10 @@ type selector interface {
 	kind() config.SelectorKind
 	// String is the selector in config form, for error messages.
 	String() string
+	// reads is every body field the selector reads, so that a source keeps
+	// those elements of an XML body and checks those paths of a JSON body
+	// for duplicate names.
+	reads() []config.Selector
 }
 
 // fieldSel is a selector written in a configuration (or a preset, in the same
@@ -84,6 +89,7 @@ func mustSel(s string) fieldSel {
 
 func (f fieldSel) kind() config.SelectorKind { return f.sel.Kind }
 func (f fieldSel) String() string            { return f.sel.String() }
+func (f fieldSel) reads() []config.Selector  { return []config.Selector{f.sel} }
 
 func (f fieldSel) value(in *input) (string, error) {
 	var v string
@@ -126,26 +132,29 @@ func jsonValue(r gjson.Result) (string, error) {
 }
 
 // xmlValue reads an element's text or attribute below the event's element,
-// or below the document root for an absolute path. Names match local names.
+// or below the document root for an absolute path. Names match local names
+// in the namespace the outbound message defines for that place (see
+// childSpace); attributes match with no namespace or in xsi.
 func xmlValue(in *input, sel config.Selector) string {
 	n, path := in.xmlEvent, sel.Path
 	if sel.Absolute {
-		if in.xmlRoot == nil || in.xmlRoot.name.Local != path[0] {
+		if in.xmlRoot == nil || in.xmlRoot.name != (xml.Name{Space: childSpace(xml.Name{}), Local: path[0]}) {
 			return ""
 		}
 		n, path = in.xmlRoot, path[1:]
 	}
-	for _, name := range path {
+	for _, local := range path {
 		if n == nil {
 			return ""
 		}
-		n = n.child("", name)
+		n = n.child(xml.Name{Space: childSpace(n.name), Local: local})
 	}
 	if n == nil {
 		return ""
 	}
 	if sel.Attr != "" {
-		return n.attr(sel.Attr)
+		v, _ := n.attr(sel.Attr)
+		return v
 	}
 	return strings.TrimSpace(string(n.text))
 }
@@ -155,12 +164,15 @@ func xmlValue(in *input, sel config.Selector) string {
 type derivedSel struct {
 	desc string
 	from config.SelectorKind
+	// read is what fn reads of the body, in config form.
+	read []config.Selector
 	fn   func(in *input) (string, error)
 }
 
 func (d derivedSel) kind() config.SelectorKind       { return d.from }
 func (d derivedSel) String() string                  { return d.desc }
 func (d derivedSel) value(in *input) (string, error) { return d.fn(in) }
+func (d derivedSel) reads() []config.Selector        { return d.read }
 
 // optional evaluates sel for a part that may be empty (scope, entity): no
 // selector, a missing value or a non-scalar all give "".

@@ -49,6 +49,7 @@ type Source struct {
 	tenant  selector
 	entity  entitySels
 	headers []string // canonical names copied into Event.Headers
+	xmlWant *xmlWant // what of a Salesforce message the selectors read
 }
 
 // Event is one event of a request, keyed.
@@ -123,6 +124,10 @@ func New(cfg config.Source, defaults config.Dedupe, opts ...verify.Option) (*Sou
 	var err error
 	if s.verifier, err = newVerifier(cfg, opts); err != nil {
 		return nil, fmt.Errorf("source %q: %w", cfg.Name, err)
+	}
+
+	if s.format == formatSOAP {
+		s.xmlWant = newXMLWant(s.selectors())
 	}
 
 	names := map[string]bool{"Content-Type": true}
@@ -307,7 +312,7 @@ func (s *Source) Events(r *http.Request, body []byte, pathTenant string) ([]Even
 		}
 		return events, nil
 	default: // formatSOAP
-		root, err := parseXML(body)
+		root, err := parseXML(body, s.xmlWant)
 		if err != nil {
 			return nil, &RequestError{Index: -1, Part: "body", Err: err}
 		}
