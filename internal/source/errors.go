@@ -23,6 +23,10 @@ var (
 	// disagree on which of the two counts (gjson takes the first, most JSON
 	// parsers the last), so the key would depend on who reads the event.
 	ErrDuplicateName = errors.New("duplicate name")
+	// ErrBadTenant reports a path tenant that is not 1 to [MaxPathTenant]
+	// bytes of printable UTF-8: it would break the headers it is delivered
+	// in and the terminals it is listed on.
+	ErrBadTenant = errors.New("invalid tenant")
 	// ErrPathTenant reports a tenant in the URL path of a source that does
 	// not take its tenant from the path.
 	ErrPathTenant = errors.New("this source takes no tenant in the URL path")

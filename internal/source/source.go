@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/tidwall/gjson"
 
@@ -21,6 +23,9 @@ import (
 // MaxBatch is the most events one request may carry (HubSpot's and
 // Salesforce's own limit).
 const MaxBatch = 100
+
+// MaxPathTenant is the longest tenant, in bytes, a URL path may carry.
+const MaxPathTenant = 128
 
 // maxJSONDepth bounds the nesting of a JSON body, so that validating a
 // hostile body cannot recurse without end.
@@ -268,8 +273,14 @@ func NewSigner(cfg config.Source, opts ...verify.Option) (verify.Signer, error) 
 // URL's tenant segment ("" when absent). Every error is a [*RequestError];
 // on error no events are returned.
 func (s *Source) Events(r *http.Request, body []byte, pathTenant string) ([]Event, error) {
-	if pathTenant != "" && !s.TenantFromPath {
-		return nil, &RequestError{Index: -1, Part: "tenant", Selector: "path", Err: ErrPathTenant}
+	if pathTenant != "" {
+		err := checkPathTenant(pathTenant)
+		if !s.TenantFromPath {
+			err = ErrPathTenant
+		}
+		if err != nil {
+			return nil, &RequestError{Index: -1, Part: "tenant", Selector: "path", Err: err}
+		}
 	}
 	in := &input{r: r, pathTenant: pathTenant}
 	headers := s.requestHeaders(r)
@@ -439,6 +450,27 @@ func order(v string) int64 {
 		return int64(f)
 	}
 	return 0
+}
+
+// checkPathTenant accepts 1 to MaxPathTenant bytes of printable UTF-8. The
+// reason it gives names the offending character by code point, never by
+// the character itself.
+func checkPathTenant(t string) error {
+	if len(t) > MaxPathTenant {
+		return fmt.Errorf("%w: %d bytes, more than %d", ErrBadTenant, len(t), MaxPathTenant)
+	}
+	if !utf8.ValidString(t) {
+		return fmt.Errorf("%w: not valid UTF-8", ErrBadTenant)
+	}
+	for i, r := range t {
+		switch {
+		case unicode.IsControl(r):
+			return fmt.Errorf("%w: control character %U at byte %d", ErrBadTenant, r, i)
+		case !unicode.IsPrint(r):
+			return fmt.Errorf("%w: unprintable character %U at byte %d", ErrBadTenant, r, i)
+		}
+	}
+	return nil
 }
 
 // checkJSON accepts a body that is valid JSON nested at most maxJSONDepth deep.

@@ -536,3 +536,37 @@ func TestAuthenticateFailsClosed(t *testing.T) {
 		t.Error("a Source not built by New authenticated")
 	}
 }
+
+// TestPathTenant: a path tenant is 1 to 128 bytes of printable UTF-8; any
+// other is refused with a reason that names the character by code point.
+func TestPathTenant(t *testing.T) {
+	t.Parallel()
+	cfg := presetConfig(config.ProviderStandard)
+	cfg.Tenant = "path"
+	s := newTestSource(t, cfg)
+	body := []byte(`{}`)
+	r := newRequest("/in/std", body, "webhook-id: msg_1")
+	for _, ok := range []string{"acme", "acme corp", "müller-gmbh", "東京", "a/b", strings.Repeat("t", MaxPathTenant)} {
+		events, err := s.Events(r, body, ok)
+		if err != nil || events[0].Tenant != ok {
+			t.Errorf("tenant %q: %v", ok, err)
+		}
+	}
+	for _, tt := range []struct{ tenant, reason string }{
+		{"acme\r\nX-Injected: 1", "control character U+000D at byte 4"},
+		{"acme\x00", "control character U+0000 at byte 4"},
+		{"\x1b[31mred", "control character U+001B at byte 0"},
+		{"a\x7f", "control character U+007F at byte 1"},
+		{"a\u0085", "control character U+0085 at byte 1"},
+		{"a\u202egnp.exe", "unprintable character U+202E at byte 1"},
+		{"a\u00a0b", "unprintable character U+00A0 at byte 1"},
+		{"acme\xff", "not valid UTF-8"},
+		{strings.Repeat("t", MaxPathTenant+1), "129 bytes, more than 128"},
+	} {
+		_, err := s.Events(r, body, tt.tenant)
+		var re *RequestError
+		if !errors.As(err, &re) || !errors.Is(err, ErrBadTenant) || re.Part != "tenant" || !strings.Contains(err.Error(), tt.reason) {
+			t.Errorf("tenant %q: %v, want ErrBadTenant with %q", tt.tenant, err, tt.reason)
+		}
+	}
+}
