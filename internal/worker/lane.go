@@ -91,45 +91,63 @@ func (l *lane) room(inFlight int) int {
 	return max(l.limit-inFlight, 0)
 }
 
+// lingerFor is how long a lane with attempts in flight waits for more of
+// them to end before it records the ended ones and leases more: attempts
+// that end one by one are then recorded several to a write, so that a
+// transaction per attempt does not make the store, rather than the
+// destination, the limit.
+const lingerFor = 2 * time.Millisecond
+
 // run dispatches the lane's deliveries until ctx ends, then lets the
 // attempts in flight end (each is bounded by the destination's timeout),
 // records them and returns.
 func (l *lane) run(ctx context.Context) {
 	owner := l.p.name + ":" + l.key.Source + "/" + l.key.Destination
 	results := make(chan result, l.limit)
+	store := context.WithoutCancel(ctx)
+	half := max(l.limit/2, 1)
 	var (
 		pending  []result
 		inFlight int
-		poll     = true
-		stopping bool
+		// poll: deliveries may be due (woken, a slot freed, or Idle
+		// passed); lingered: the linger after an ended attempt is over.
+		poll, lingered, lingering, stopping = true, false, false, false
 	)
-	store := context.WithoutCancel(ctx)
 	idle := time.NewTimer(l.p.opts.Idle)
 	defer idle.Stop()
+	linger := time.NewTimer(lingerFor)
+	defer linger.Stop()
 	for {
-		n := 0
-		if !stopping && poll {
-			n = l.room(inFlight)
+		free := 0
+		if poll && !stopping {
+			free = l.room(inFlight)
 		}
-		if len(pending) > 0 || n > 0 {
-			tasks, err := l.dispatch(store, owner, pending, n)
+		work := len(pending) > 0 || free > 0
+		ready := stopping || inFlight == 0 || lingered || len(pending) >= half || free >= half
+		switch {
+		case work && ready:
+			lingered, lingering = false, false
+			tasks, err := l.dispatch(store, owner, pending, free)
 			switch {
 			case err != nil && stopping:
 				l.p.logs.error("recording deliveries at shutdown", "source", l.key.Source, "destination", l.key.Destination, "err", err)
 				pending = nil
 			case err != nil:
-				// Keep what ended and try again after Idle.
+				// Keep what ended, and try again after Idle.
 				l.p.logs.error("dispatching deliveries", "source", l.key.Source, "destination", l.key.Destination, "err", err)
 				poll = false
 			default:
 				pending = pending[:0]
-				poll = len(tasks) == n && n > 0
+				poll = free > 0 && len(tasks) == free
 				for _, t := range tasks {
 					inFlight++
-					go func() { results <- l.attempt(store, t) }()
+					go func() { results <- l.try(store, t) }()
 				}
 			}
-		} else {
+		case work && !lingering:
+			linger.Reset(lingerFor)
+			lingering = true
+		case !work:
 			poll = false
 		}
 		if stopping && inFlight == 0 && len(pending) == 0 {
@@ -138,16 +156,17 @@ func (l *lane) run(ctx context.Context) {
 		if !poll {
 			idle.Reset(l.p.opts.Idle)
 		}
-		done := ctx.Done()
+		done, lingerC := ctx.Done(), linger.C
 		if stopping {
 			done = nil
+		}
+		if !lingering {
+			lingerC = nil
 		}
 		select {
 		case r := <-results:
 			inFlight--
 			pending = append(pending, r)
-			// Record every attempt that ended meanwhile in the same
-			// transaction.
 			for more := true; more; {
 				select {
 				case r := <-results:
@@ -158,6 +177,8 @@ func (l *lane) run(ctx context.Context) {
 				}
 			}
 			poll = true
+		case <-lingerC:
+			lingered, lingering = true, false
 		case <-l.wake:
 			poll = true
 		case <-idle.C:
@@ -174,23 +195,24 @@ func (l *lane) run(ctx context.Context) {
 func (l *lane) round(ctx context.Context) (int, error) {
 	owner := l.p.name + ":once:" + l.key.Source + "/" + l.key.Destination
 	made := 0
+	var ended []result
 	for {
+		// The attempts of the last pass are recorded in the write that
+		// leases the next.
 		n := l.room(0)
-		if n == 0 {
-			return made, nil
-		}
-		tasks, err := l.dispatch(ctx, owner, nil, n)
+		tasks, err := l.dispatch(ctx, owner, ended, n)
 		if err != nil || len(tasks) == 0 {
 			return made, err
 		}
-		out := make([]result, len(tasks))
+		ended = make([]result, len(tasks))
 		var wg sync.WaitGroup
 		for i, t := range tasks {
-			wg.Go(func() { out[i] = l.attempt(ctx, t) })
+			wg.Go(func() { ended[i] = l.try(ctx, t) })
 		}
 		wg.Wait()
 		made += len(tasks)
-		if _, err := l.dispatch(ctx, owner, out, 0); err != nil || len(tasks) < n {
+		if len(tasks) < n {
+			_, err := l.dispatch(ctx, owner, ended, 0)
 			return made, err
 		}
 	}
@@ -207,9 +229,6 @@ func (l *lane) dispatch(ctx context.Context, owner string, ended []result, n int
 	if err != nil {
 		return nil, fmt.Errorf("dispatch %s/%s: %w", l.key.Source, l.key.Destination, err)
 	}
-	for _, r := range ended {
-		l.observe(ctx, r)
-	}
 	if len(out.Lost) > 0 {
 		l.p.lost("delivery", out.Lost)
 	}
@@ -219,6 +238,15 @@ func (l *lane) dispatch(ctx context.Context, owner string, ended []result, n int
 		}
 	}
 	return out.Tasks, nil
+}
+
+// try makes one delivery attempt of t and judges the destination's health
+// by it before the attempt is recorded, so that the next lease already
+// sees a circuit its failures opened.
+func (l *lane) try(ctx context.Context, t inbox.Task) result {
+	r := l.attempt(ctx, t)
+	l.observe(ctx, r)
+	return r
 }
 
 // attempt makes one delivery attempt of t and says how it ended.
@@ -267,7 +295,7 @@ func (l *lane) failed(r result, n int, msg string, retryable bool, retryAfter ti
 	return r
 }
 
-// observe reports a recorded attempt to the observer and moves the
+// observe reports an attempt to the observer and moves the
 // circuit: a delivery closes it, a retryable failure counts towards
 // opening it. A refusal (a 4xx, a redirect) says nothing of the
 // destination's health.

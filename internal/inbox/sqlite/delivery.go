@@ -111,6 +111,8 @@ func (s *Store) recordDone(ctx context.Context, tx *sql.Tx, owner string, done [
 		return err
 	}
 	defer update.Close()
+	settled := &settler{tx: tx}
+	defer settled.close()
 	for _, dn := range done {
 		a := dn.Attempt
 		at := nanos(a.At)
@@ -137,7 +139,7 @@ func (s *Store) recordDone(ctx context.Context, tx *sql.Tx, owner string, done [
 		if dn.Status == inbox.DeliveryPending {
 			continue
 		}
-		st, err := settle(ctx, tx, a.EventID, now)
+		st, err := settled.settle(ctx, a.EventID, now)
 		if err != nil {
 			return err
 		}
@@ -148,19 +150,44 @@ func (s *Store) recordDone(ctx context.Context, tx *sql.Tx, owner string, done [
 	return nil
 }
 
+// settler settles events in one transaction. Its statements are prepared
+// on first use and then serve every event of the transaction: preparing
+// them for each event cost more than running them.
+type settler struct {
+	tx         *sql.Tx
+	count, end *sql.Stmt
+}
+
+func (s *settler) close() {
+	for _, st := range []*sql.Stmt{s.count, s.end} {
+		if st != nil {
+			st.Close()
+		}
+	}
+}
+
 // settle finishes a delivering event none of whose deliveries is pending:
 // processed when none failed, dead otherwise, with each failed
 // destination's error. It returns nil when the event stays open.
-func settle(ctx context.Context, tx *sql.Tx, id, now int64) (*inbox.Settled, error) {
+func (s *settler) settle(ctx context.Context, id, now int64) (*inbox.Settled, error) {
+	if s.count == nil {
+		var err error
+		if s.count, err = s.tx.PrepareContext(ctx, `SELECT
+				coalesce(sum(status = 'pending'), 0), coalesce(sum(status = 'failed'), 0),
+				group_concat(CASE WHEN status = 'failed' THEN destination || ': ' || error END, '; ')
+			FROM (SELECT status, destination, error FROM deliveries WHERE event_id = ? ORDER BY destination)`); err != nil {
+			return nil, err
+		}
+		if s.end, err = s.tx.PrepareContext(ctx, `UPDATE events SET status = ?, last_error = ?, processed_at = ?
+			WHERE id = ? AND status = 'delivering' RETURNING source`); err != nil {
+			return nil, err
+		}
+	}
 	var (
 		pending, failed int
 		reason          sql.NullString
 	)
-	err := tx.QueryRowContext(ctx, `SELECT
-			coalesce(sum(status = 'pending'), 0), coalesce(sum(status = 'failed'), 0),
-			group_concat(CASE WHEN status = 'failed' THEN destination || ': ' || error END, '; ')
-		FROM (SELECT status, destination, error FROM deliveries WHERE event_id = ? ORDER BY destination)`,
-		id).Scan(&pending, &failed, &reason)
+	err := s.count.QueryRowContext(ctx, id).Scan(&pending, &failed, &reason)
 	if err != nil || pending > 0 {
 		return nil, err
 	}
@@ -169,9 +196,7 @@ func settle(ctx context.Context, tx *sql.Tx, id, now int64) (*inbox.Settled, err
 	if failed > 0 {
 		st.Status, st.Error, processed = inbox.StatusDead, reason.String, 0
 	}
-	err = tx.QueryRowContext(ctx, `UPDATE events SET status = ?, last_error = ?, processed_at = ?
-		WHERE id = ? AND status = 'delivering' RETURNING source`,
-		string(st.Status), st.Error, processed, id).Scan(&st.Source)
+	err = s.end.QueryRowContext(ctx, string(st.Status), st.Error, processed, id).Scan(&st.Source)
 	if err == sql.ErrNoRows {
 		return nil, nil
 	}

@@ -96,6 +96,8 @@ func (s *Store) Finish(ctx context.Context, owner string, results []inbox.Result
 			return err
 		}
 		defer open.Close()
+		settled := &settler{tx: tx}
+		defer settled.close()
 		now := s.now().UnixNano()
 		for _, r := range results {
 			status, next, processed := r.Status, int64(0), int64(0)
@@ -125,7 +127,7 @@ func (s *Store) Finish(ctx context.Context, owner string, results []inbox.Result
 					return err
 				}
 			}
-			if _, err := settle(ctx, tx, r.ID, now); err != nil {
+			if _, err := settled.settle(ctx, r.ID, now); err != nil {
 				return err
 			}
 		}
