@@ -159,7 +159,7 @@ func (m *Metrics) Handler() http.Handler {
 type inboxCollector struct {
 	pending, oldest    *prometheus.Desc
 	laneState, backlog *prometheus.Desc
-	now             func() time.Time
+	now                func() time.Time
 
 	mu    sync.Mutex
 	stats func(context.Context) (inbox.Stats, error)
