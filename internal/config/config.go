@@ -216,6 +216,12 @@ type Destination struct {
 	Secret Secret `yaml:"secret,omitempty"`
 	// On is [OnEvent], [OnTransition] or [OnAll]; [OnEvent] when absent.
 	On string `yaml:"on"`
+	// Types, when set, limits the destination to events whose type (the
+	// provider's name for what happened: Stripe's charge.succeeded,
+	// GitHub's push, Shopify's orders/create) matches one of these
+	// patterns, in the syntax of Go's path.Match ("charge.*",
+	// "orders/*"; '*' does not cross a '/').
+	Types []string `yaml:"types,omitempty"`
 	// Headers are static request headers sent with every delivery, by
 	// name. Names that hookgate sets itself (Content-Type, Content-Length,
 	// Host, User-Agent, webhook-id, webhook-signature, webhook-timestamp,

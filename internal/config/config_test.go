@@ -312,8 +312,10 @@ func TestParseErrors(t *testing.T) {
 			[]string{"line 8: sources[0].destinations[0].retry_initial: 1m is longer than retry_max_delay (30s)"}, ErrInvalid},
 		{"destination bad retry duration", dest(destURL + "        retry_max_delay: 2d\n"),
 			[]string{"line 8", "invalid duration \"2d\""}, ErrInvalid},
-		{"destination types (not supported)", dest(destURL + "        types: [charge.*]\n"),
-			[]string{"line 8", "field types not found"}, ErrInvalid},
+		{"destination bad type pattern", dest(destURL + "        types: [charge.*, \"charge.[\"]\n"),
+			[]string{"line 8: sources[0].destinations[0].types[1]: \"charge.[\": not a valid pattern"}, ErrInvalid},
+		{"destination empty type pattern", dest(destURL + "        types: [\"\"]\n"),
+			[]string{"sources[0].destinations[0].types[0]: \"\": not a valid pattern"}, ErrInvalid},
 		{"destination negative pause_after", dest(destURL + "        pause_after: -1\n"),
 			[]string{"line 8: sources[0].destinations[0].pause_after: -1: want 0 (never pause) or more"}, ErrInvalid},
 		{"destination zero pause_for", dest(destURL + "        pause_for: 0s\n"),
@@ -428,6 +430,7 @@ sources:
         url: https://example.com/b
         secret: env:APP_WEBHOOK_SECRET
         on: transition
+        types: [charge.*, "orders/*"]
         headers: {Authorization: env:SINK_TOKEN, X-Env: prod}
         timeout: 30s
         max_attempts: 1
@@ -449,7 +452,7 @@ sources:
 			MaxInFlight: DefaultMaxInFlight, PauseAfter: DefaultPauseAfter, PauseFor: DefaultPauseFor,
 		},
 		{
-			Name: "b", URL: "https://example.com/b", On: OnTransition,
+			Name: "b", URL: "https://example.com/b", On: OnTransition, Types: []string{"charge.*", "orders/*"},
 			Headers: map[string]HeaderValue{
 				"Authorization": {secret: Secret{ref: "env:SINK_TOKEN", value: testEnv["SINK_TOKEN"]}},
 				"X-Env":         NewHeaderValue("prod"),

@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/url"
 	"os"
+	"path"
 	"regexp"
 	"slices"
 	"strconv"
@@ -325,6 +326,11 @@ func (d Destination) check() []*FieldError {
 	}
 	if d.On != OnEvent && d.On != OnTransition && d.On != OnAll {
 		add("on", "%q: want event, transition or all", d.On)
+	}
+	for i, p := range d.Types {
+		if _, err := path.Match(p, ""); err != nil || p == "" {
+			add(fmt.Sprintf("types[%d]", i), "%q: not a valid pattern (path.Match syntax: *, ?, [a-z], \\)", p)
+		}
 	}
 	errs = append(errs, checkHeaders(d.Headers)...)
 	if d.Timeout <= 0 {

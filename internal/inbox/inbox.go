@@ -77,6 +77,10 @@ type Event struct {
 	Provider string
 	Tenant   string
 	EventID  string
+	// Type is the provider's name for what happened (the key's action:
+	// Stripe's charge.succeeded, GitHub's push, Shopify's orders/create);
+	// empty when the source does not know it.
+	Type string
 	// Entity fields are empty when the source does not know them.
 	EntityType    string
 	EntityID      string

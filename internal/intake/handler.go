@@ -291,6 +291,7 @@ func toInbox(src *source.Source, e *source.Event) inbox.Event {
 		Provider:      src.Provider,
 		Tenant:        e.Tenant,
 		EventID:       e.EventID,
+		Type:          e.Key.Action,
 		EntityType:    e.Entity.Type,
 		EntityID:      e.Entity.ID,
 		EntityVersion: e.Entity.Version,

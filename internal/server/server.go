@@ -136,6 +136,7 @@ func workerSources(cfg config.Config, opts Options) (map[string]worker.Source, e
 				Destination: deliver.Destination{Name: dc.Name, URL: dc.URL, Timeout: time.Duration(dc.Timeout),
 					Headers: headers(dc.Headers)},
 				On:            dc.On,
+				Types:         dc.Types,
 				MaxAttempts:   dc.MaxAttempts,
 				RetryInitial:  time.Duration(dc.RetryInitial),
 				RetryMaxDelay: time.Duration(dc.RetryMaxDelay),

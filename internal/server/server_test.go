@@ -635,3 +635,22 @@ func TestDestinationHeaders(t *testing.T) {
 		t.Fatalf("Authorization = %q, want the configured value", got)
 	}
 }
+
+// A destination's types match the Stripe event's type as intake read it.
+func TestDestinationTypes(t *testing.T) {
+	t.Parallel()
+	dest := newDestination(t)
+	g := startWith(t, server.Options{}, func(c *config.Config) {
+		c.Sources[0].Destinations[1].Types = []string{"charge.refund*"}
+	}, dest, destCfg{name: "app", on: "event"}, destCfg{name: "refunds", on: "event"})
+	g.send(t, charge("evt_t1", "charge.succeeded", "ch_t", "succeeded", 100, false))
+	g.send(t, charge("evt_t2", "charge.refunded", "ch_t", "succeeded", 200, true))
+	g.waitSettled(t, 2, 0)
+	if n := len(dest.deliveries("app")); n != 2 {
+		t.Errorf("app got %d deliveries, want 2", n)
+	}
+	refunds := dest.deliveries("refunds")
+	if len(refunds) != 1 || !bytes.Contains(refunds[0].body, []byte(`"evt_t2"`)) {
+		t.Errorf("refunds got %d deliveries, want only evt_t2", len(refunds))
+	}
+}

@@ -207,7 +207,7 @@ func (p *Pool) outcome(j *job) (inbox.Result, string) {
 	}
 	var dests []string
 	for _, d := range j.src.Destinations {
-		if d.wants(j.applied) {
+		if d.wants(j.ev.Type, j.applied) {
 			dests = append(dests, d.Name)
 		}
 	}

@@ -386,3 +386,39 @@ func waitFor(t *testing.T, timeout time.Duration, cond func() bool) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+// A destination with types gets only the events whose type matches one of
+// its patterns; an event no destination wants is processed at once.
+func TestTypesFilterADestination(t *testing.T) {
+	t.Parallel()
+	charges, all := newDest(t, nil), newDest(t, nil)
+	only := destination("charges", charges, worker.OnEvent, 0)
+	only.Types = []string{"charge.*", "orders/*"}
+	b := setup(t,
+		worker.Source{Name: "shop", Destinations: []worker.Destination{only}},
+		worker.Source{Name: "crm", Destinations: []worker.Destination{destination("all", all, worker.OnEvent, 0)}})
+	b.start()
+	var evs []inbox.Event
+	for i, typ := range []string{"charge.succeeded", "invoice.paid", "orders/create", "orders/create/x", ""} {
+		ev := event(fmt.Sprint("o", i), 1, "paid")
+		ev.Type = typ
+		evs = append(evs, ev)
+	}
+	crm := event("c1", 1, "open")
+	crm.Source, crm.Type = "crm", "invoice.paid"
+	ids := b.add(append(evs, crm)...)
+	b.once()
+	var got []string
+	for _, c := range charges.Calls() {
+		got = append(got, c.body)
+	}
+	if len(got) != 2 || !strings.Contains(strings.Join(got, " "), `"o0"`) || !strings.Contains(strings.Join(got, " "), `"o2"`) {
+		t.Errorf("charges got %q, want o0 (charge.succeeded) and o2 (orders/create)", got)
+	}
+	for _, id := range ids {
+		b.wantStatus(id, inbox.StatusProcessed)
+	}
+	if n := len(all.Calls()); n != 1 {
+		t.Errorf("a destination without types got %d events, want 1", n)
+	}
+}

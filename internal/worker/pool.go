@@ -8,6 +8,7 @@ import (
 	"maps"
 	"math/rand/v2"
 	"os"
+	"path"
 	"slices"
 	"sync"
 	"time"
@@ -56,6 +57,9 @@ type Destination struct {
 	// event (older than the entity's state) goes only to OnAll
 	// destinations.
 	On string
+	// Types, when set, limits the destination to events whose Type
+	// matches one of these path.Match patterns.
+	Types []string
 	// MaxAttempts is how many failed attempts to this destination make
 	// the event dead; zero means DefaultMaxAttempts.
 	MaxAttempts int
@@ -75,8 +79,14 @@ type Destination struct {
 	PauseFor   time.Duration
 }
 
-// wants reports whether d is for an event applied as a.
-func (d Destination) wants(a inbox.Applied) bool {
+// wants reports whether d is for an event of type typ applied as a.
+func (d Destination) wants(typ string, a inbox.Applied) bool {
+	if len(d.Types) > 0 && !slices.ContainsFunc(d.Types, func(p string) bool {
+		ok, _ := path.Match(p, typ)
+		return ok
+	}) {
+		return false
+	}
 	switch {
 	case d.On == OnAll:
 		return true

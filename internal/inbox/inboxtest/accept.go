@@ -25,7 +25,7 @@ func testAcceptNew(b *bundle) {
 	}
 	got, want := b.get(out[0].ID), a.Event
 	if got.ID != out[0].ID || got.Hash != want.Hash || got.Scope != want.Scope || got.Source != want.Source ||
-		got.Provider != want.Provider || got.Tenant != want.Tenant || got.EventID != want.EventID ||
+		got.Provider != want.Provider || got.Tenant != want.Tenant || got.EventID != want.EventID || got.Type != want.Type ||
 		got.EntityType != want.EntityType || got.EntityID != want.EntityID || got.EntityVersion != want.EntityVersion ||
 		got.EntityOrder != want.EntityOrder || got.EntityState != want.EntityState ||
 		!bytes.Equal(got.Payload, want.Payload) || !maps.Equal(got.Headers, want.Headers) {

@@ -114,6 +114,7 @@ func item(key string, opts ...option) inbox.Item {
 		Provider: "standard",
 		Tenant:   "acme",
 		EventID:  key,
+		Type:     "charge.updated",
 		Payload:  []byte(`{"id":"` + key + `"}`),
 		Headers:  map[string]string{"Content-Type": "application/json"},
 	}

@@ -20,6 +20,7 @@ var processingColumns = []struct{ name, def string }{
 	{"apply_from", "TEXT NOT NULL DEFAULT ''"},
 	{"apply_to", "TEXT NOT NULL DEFAULT ''"},
 	{"apply_transition", "INTEGER NOT NULL DEFAULT 0"},
+	{"event_type", "TEXT NOT NULL DEFAULT ''"},
 }
 
 // deliveryColumns are the deliveries columns that per-destination

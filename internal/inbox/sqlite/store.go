@@ -192,18 +192,18 @@ func byWindow(items []inbox.Item) map[time.Duration][]int {
 func (s *Store) insert(ctx context.Context, tx *sql.Tx, items []inbox.Item, headers [][]byte, idx []int, received int64, out []inbox.Outcome) error {
 	var q strings.Builder
 	q.WriteString(`INSERT INTO events
-		(hash, scope, source, provider, tenant, event_id, entity_type, entity_id,
+		(hash, scope, source, provider, tenant, event_id, event_type, entity_type, entity_id,
 		 entity_version, entity_order, entity_state, payload, headers, received_at) VALUES `)
-	args := make([]any, 0, 14*len(idx))
+	args := make([]any, 0, 15*len(idx))
 	at := make(map[dedupe.Hash]int, len(idx))
 	for n, i := range idx {
 		if n > 0 {
 			q.WriteString(", ")
 		}
-		q.WriteString("(?,?,?,?,?,?,?,?,?,?,?,?,?,?)")
+		q.WriteString("(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)")
 		e := &items[i].Event
 		at[e.Hash] = i
-		args = append(args, e.Hash[:], e.Scope, e.Source, e.Provider, e.Tenant, e.EventID,
+		args = append(args, e.Hash[:], e.Scope, e.Source, e.Provider, e.Tenant, e.EventID, e.Type,
 			e.EntityType, e.EntityID, e.EntityVersion, e.EntityOrder, e.EntityState,
 			e.Payload, string(headers[i]), received)
 	}
@@ -228,7 +228,7 @@ func (s *Store) insert(ctx context.Context, tx *sql.Tx, items []inbox.Item, head
 	return rows.Err()
 }
 
-const columns = `id, hash, scope, source, provider, tenant, event_id, entity_type, entity_id,
+const columns = `id, hash, scope, source, provider, tenant, event_id, event_type, entity_type, entity_id,
 	entity_version, entity_order, entity_state, payload, headers, received_at, status,
 	attempts, next_attempt_at, last_error, processed_at,
 	apply_outcome, apply_from, apply_to, apply_transition`
@@ -242,7 +242,7 @@ func scanEvent(row interface{ Scan(...any) error }) (inbox.Event, error) {
 		status, outcome      string
 		applied              inbox.Applied
 	)
-	err := row.Scan(&e.ID, &hash, &e.Scope, &e.Source, &e.Provider, &e.Tenant, &e.EventID,
+	err := row.Scan(&e.ID, &hash, &e.Scope, &e.Source, &e.Provider, &e.Tenant, &e.EventID, &e.Type,
 		&e.EntityType, &e.EntityID, &e.EntityVersion, &e.EntityOrder, &e.EntityState,
 		&e.Payload, &headers, &received, &status,
 		&e.Attempts, &next, &e.LastError, &done,
