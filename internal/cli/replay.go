@@ -15,7 +15,7 @@ import (
 )
 
 func init() {
-	register("replay", "put events back to be processed (replay --dead | --source S | --id ID ... | --all)", runReplay)
+	register("replay", "put events back to be processed (replay --dead | --source S | --id ID ... | --all; --redeliver [--destination D])", runReplay)
 }
 
 // idFlags collects repeated --id flags.
@@ -52,6 +52,7 @@ func runReplay(ctx context.Context, args []string, std IO) error {
 	fs.DurationVar(&since, "since", 0, "only events received within this duration, e.g. 24h")
 	fs.Var(&ids, "id", "only this event (repeatable)")
 	fs.BoolVar(&f.Redeliver, "redeliver", false, "call every destination again, even those that got the event (same webhook-id)")
+	fs.StringVar(&f.Destination, "destination", "", "with --redeliver: call only this destination again")
 	fs.IntVar(&f.PageSize, "page", inbox.DefaultLimit, "events replayed per transaction")
 	all := fs.Bool("all", false, "replay every event when no other flag narrows it")
 	if err := parse(fs, args, false); err != nil {
@@ -62,6 +63,12 @@ func runReplay(ctx context.Context, args []string, std IO) error {
 	}
 	if f.PageSize < 1 {
 		return usagef("replay: --page must be positive")
+	}
+	// Calling a destination that already has an event repeats its side
+	// effect, so only --redeliver does it: --destination alone would
+	// read as a redelivery and silently be none.
+	if f.Destination != "" && !f.Redeliver {
+		return usagef("replay: --destination %s calls a destination again only with --redeliver; add --redeliver", f.Destination)
 	}
 	f.IDs = ids
 	if since > 0 {

@@ -3,6 +3,7 @@ package cli_test
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -117,23 +118,51 @@ func TestReplayRedeliver(t *testing.T) {
 	t.Parallel()
 	d := newOpsDB(t, time.Now())
 	id := d.accept("stripe", "acme", "1")[0]
-	if err := d.store.RecordDelivery(t.Context(), inbox.Delivery{EventID: id, Destination: "app", Status: inbox.DeliveryDelivered, Code: 204}); err != nil {
-		t.Fatal(err)
-	}
-	records := func() int {
+	d.route(id, "app", "ledger")
+	d.attempt("stripe", "app", id, inbox.DeliveryDelivered, 204, "")
+	d.attempt("stripe", "ledger", id, inbox.DeliveryDelivered, 200, "")
+	delivered := func() []string {
 		ds, err := d.store.Deliveries(t.Context(), []int64{id})
 		if err != nil {
 			t.Fatal(err)
 		}
-		return len(ds[id])
+		var names []string
+		for name, dl := range ds[id] {
+			if dl.Status == inbox.DeliveryDelivered {
+				names = append(names, name)
+			}
+		}
+		slices.Sort(names)
+		return names
 	}
 	d.mustRun("replay", "--source", "stripe")
-	if n := records(); n != 1 {
-		t.Errorf("replay without --redeliver left %d delivery records, want 1", n)
+	if got := delivered(); !slices.Equal(got, []string{"app", "ledger"}) {
+		t.Errorf("replay without --redeliver: delivered to %v, want app and ledger kept", got)
+	}
+	d.mustRun("replay", "--source", "stripe", "--redeliver", "--destination", "ledger")
+	if got := delivered(); !slices.Equal(got, []string{"app"}) {
+		t.Errorf("replay --redeliver --destination ledger: delivered to %v, want only app kept", got)
 	}
 	d.mustRun("replay", "--source", "stripe", "--redeliver")
-	if n := records(); n != 0 {
-		t.Errorf("replay --redeliver left %d delivery records, want 0", n)
+	if got := delivered(); len(got) != 0 {
+		t.Errorf("replay --redeliver: delivered to %v, want none kept", got)
+	}
+}
+
+// TestReplayDestinationNeedsRedeliver: --destination alone would look
+// like a redelivery and be none, so it is refused and nothing changes.
+func TestReplayDestinationNeedsRedeliver(t *testing.T) {
+	t.Parallel()
+	d := newOpsDB(t, time.Now())
+	id := d.accept("stripe", "acme", "1")
+	d.finish(inbox.StatusDead, "gone", id...)
+	out, _, err := d.run("replay", "--dead", "--destination", "ledger")
+	if err == nil || cli.ExitCode(err) != 2 || !strings.Contains(err.Error(), "--destination ledger") ||
+		!strings.Contains(err.Error(), "add --redeliver") {
+		t.Errorf("replay --dead --destination ledger = %v (exit %d), want a usage error asking for --redeliver", err, cli.ExitCode(err))
+	}
+	if out != "" || d.status(id[0]) != inbox.StatusDead {
+		t.Errorf("refused replay printed %q, event is %s; want nothing, dead", out, d.status(id[0]))
 	}
 }
 
