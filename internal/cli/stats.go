@@ -4,8 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
-	"text/tabwriter"
+	"strconv"
 	"time"
 
 	"github.com/hookgate/hookgate/internal/admin"
@@ -13,7 +14,7 @@ import (
 )
 
 func init() {
-	register("stats", "counts by source and status, dedupe hit rate, oldest pending event", runStats)
+	register("stats", "counts by source and status, dedupe hit rate, oldest pending event, destination health", runStats)
 }
 
 func runStats(ctx context.Context, args []string, std IO) error {
@@ -39,28 +40,36 @@ func runStats(ctx context.Context, args []string, std IO) error {
 		enc.SetIndent("", "  ")
 		return enc.Encode(st)
 	}
-	names := make([]string, 0, len(st.Sources))
-	for name := range st.Sources {
-		names = append(names, name)
-	}
-	slices.Sort(names)
-	tw := tabwriter.NewWriter(std.Stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "SOURCE\tRECEIVED\tRETRY\tPROCESSED\tDEAD\tACCEPTED\tDUPLICATES\tDEDUPE HIT RATE")
-	for _, name := range names {
+	sources := newTable(std.Stdout, "SOURCE", "RECEIVED", "RETRY", "DELIVERING", "PROCESSED", "DEAD",
+		"ACCEPTED", "DUPLICATES", "DEDUPE HIT RATE")
+	for _, name := range slices.Sorted(maps.Keys(st.Sources)) {
 		s := st.Sources[name]
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%d\t%.1f%%\n", name,
-			s.ByStatus[inbox.StatusReceived], s.ByStatus[inbox.StatusRetry], s.ByStatus[inbox.StatusProcessed],
-			s.ByStatus[inbox.StatusDead], s.Accepted, s.Duplicates, 100*s.DedupeHitRate)
+		sources.row(name, strconv.Itoa(s.ByStatus[inbox.StatusReceived]), strconv.Itoa(s.ByStatus[inbox.StatusRetry]),
+			strconv.Itoa(s.ByStatus[inbox.StatusDelivering]), strconv.Itoa(s.ByStatus[inbox.StatusProcessed]),
+			strconv.Itoa(s.ByStatus[inbox.StatusDead]), strconv.FormatInt(s.Accepted, 10), strconv.FormatInt(s.Duplicates, 10),
+			fmt.Sprintf("%.1f%%", 100*s.DedupeHitRate))
 	}
-	if err := tw.Flush(); err != nil {
+	if err := sources.flush(); err != nil {
 		return err
 	}
 	if st.Pending == 0 {
 		_, err = fmt.Fprintln(std.Stdout, "\npending: 0")
+	} else {
+		age := now.Sub(st.OldestPending).Round(time.Second)
+		_, err = fmt.Fprintf(std.Stdout, "\npending: %d, oldest received %s (%s ago)\n",
+			st.Pending, st.OldestPending.Format(time.RFC3339), age)
+	}
+	if err != nil || len(st.Lanes) == 0 {
 		return err
 	}
-	age := now.Sub(st.OldestPending).Round(time.Second)
-	_, err = fmt.Fprintf(std.Stdout, "\npending: %d, oldest received %s (%s ago)\n",
-		st.Pending, st.OldestPending.Format(time.RFC3339), age)
-	return err
+	fmt.Fprintln(std.Stdout)
+	lanes := newTable(std.Stdout, "SOURCE", "DESTINATION", "STATE", "FAILURES", "PAUSED UNTIL", "PENDING", "LAST ERROR")
+	for _, l := range st.Lanes {
+		until := ""
+		if !l.Until.IsZero() {
+			until = l.Until.Format(time.RFC3339)
+		}
+		lanes.row(l.Source, l.Destination, l.State, strconv.Itoa(l.Failures), orDash(until), strconv.Itoa(l.Pending), orDash(l.LastError))
+	}
+	return lanes.flush()
 }
