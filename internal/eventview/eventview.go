@@ -33,7 +33,10 @@ type Event struct {
 	Provider string `json:"provider"`
 	Tenant   string `json:"tenant"`
 	// EventID is the provider's id of the event.
-	EventID    string       `json:"event_id"`
+	EventID string `json:"event_id"`
+	// Type is the provider's name for what happened (charge.succeeded,
+	// push); absent when the source does not know it.
+	Type       string       `json:"type,omitempty"`
 	ReceivedAt time.Time    `json:"received_at"`
 	Status     inbox.Status `json:"status"`
 	// The entity fields are what the event says of its entity; empty when
@@ -132,7 +135,7 @@ type Attempt struct {
 func New(e inbox.Event, deliveries map[string]inbox.Delivery) Event {
 	v := Event{
 		ID: e.ID, Key: e.Hash.String(), Scope: e.Scope, Source: e.Source, Provider: e.Provider,
-		Tenant: e.Tenant, EventID: e.EventID, ReceivedAt: e.ReceivedAt, Status: e.Status,
+		Tenant: e.Tenant, EventID: e.EventID, Type: e.Type, ReceivedAt: e.ReceivedAt, Status: e.Status,
 		EntityType: e.EntityType, EntityID: e.EntityID, EntityVersion: e.EntityVersion, EntityState: e.EntityState,
 		Applied: inbox.ApplyNone, ProcessingAttempts: e.Attempts, LastError: e.LastError, ProcessedAt: e.ProcessedAt,
 	}

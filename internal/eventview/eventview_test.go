@@ -192,7 +192,7 @@ func TestLoad(t *testing.T) {
 		EntityType: "charge", EntityID: "ch_1", EntityVersion: "1", EntityOrder: 1, EntityState: "pending",
 		Payload: []byte(`{"id":"evt_1"}`), Headers: map[string]string{"Content-Type": "application/json"}})
 	b.process()
-	id := b.accept(inbox.Event{Source: "stripe", Provider: "stripe", Tenant: "acme", EventID: "evt_2",
+	id := b.accept(inbox.Event{Source: "stripe", Provider: "stripe", Tenant: "acme", EventID: "evt_2", Type: "charge.succeeded",
 		EntityType: "charge", EntityID: "ch_1", EntityVersion: "2", EntityOrder: 2, EntityState: "succeeded",
 		Payload: []byte(`{"id":"evt_2"}`), Headers: map[string]string{"Content-Type": "application/json"}})
 	b.process("zeta", "app")
@@ -205,7 +205,7 @@ func TestLoad(t *testing.T) {
 		t.Fatal(err)
 	}
 	if d.Status != inbox.StatusDead || d.LastError != "zeta: timeout" || d.Applied != inbox.ApplyApplied ||
-		d.Transition != "pending->succeeded" || d.Attempts != 3 || d.ProcessingAttempts != 1 {
+		d.Transition != "pending->succeeded" || d.Attempts != 3 || d.ProcessingAttempts != 1 || d.Type != "charge.succeeded" {
 		t.Errorf("event = %+v", d.Event)
 	}
 	if string(d.Payload) != `{"id":"evt_2"}` || d.PayloadText != "" || d.Headers["Content-Type"] != "application/json" {
