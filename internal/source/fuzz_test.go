@@ -2,6 +2,7 @@ package source
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"testing"
 
@@ -32,6 +33,7 @@ func FuzzEvents(f *testing.F) {
 	f.Add([]byte(`{"id":"e","v":"2026-12-01T00:00:00Z","a":[{"b":1}]}`), "x|y", "acme")
 	f.Add([]byte(`[{"eventId":1,"subscriptionId":2,"portalId":3,"occurredAt":4,"objectId":5}]`), "", "t")
 	f.Add([]byte(`<a><b>`), "\\", "")
+	f.Add([]byte(`{"id":"evt_A","\u0069d":"evt_B"}`), "h", "")
 
 	f.Fuzz(func(t *testing.T, body []byte, header, pathTenant string) {
 		for _, s := range sources {
@@ -62,6 +64,14 @@ func FuzzEvents(f *testing.F) {
 					t.Fatalf("%s: event %d order %d for version %q", s.Name, i, ev.Entity.Order, ev.Entity.Version)
 				case len(body) > 0 && !bytes.Contains(body, ev.Payload):
 					t.Fatalf("%s: event %d payload is not part of the body", s.Name, i)
+				}
+			}
+			// What the key says is what encoding/json, which takes the last
+			// of two members, reads.
+			var std struct{ ID any }
+			if s.Provider == config.ProviderStripe && json.Unmarshal(body, &std) == nil {
+				if id, ok := std.ID.(string); ok && events[0].EventID != joinID(id) {
+					t.Fatalf("stripe: keyed as %q, encoding/json reads id %q", events[0].EventID, id)
 				}
 			}
 		}

@@ -48,13 +48,14 @@ type Source struct {
 		verify.Verifier
 		verify.Signer
 	}
-	format  format
-	key     []selector
-	scope   [2]selector
-	tenant  selector
-	entity  entitySels
-	headers []string // canonical names copied into Event.Headers
-	xmlWant *xmlWant // what of a Salesforce message the selectors read
+	format    format
+	key       []selector
+	scope     [2]selector
+	tenant    selector
+	entity    entitySels
+	headers   []string   // canonical names copied into Event.Headers
+	xmlWant   *xmlWant   // what of a Salesforce message the selectors read
+	jsonPaths []jsonPath // what of a JSON event the selectors read
 }
 
 // Event is one event of a request, keyed.
@@ -134,6 +135,7 @@ func New(cfg config.Source, defaults config.Dedupe, opts ...verify.Option) (*Sou
 	if s.format == formatSOAP {
 		s.xmlWant = newXMLWant(s.selectors())
 	}
+	s.jsonPaths = newJSONPaths(s.selectors())
 
 	names := map[string]bool{"Content-Type": true}
 	for _, h := range p.headers {
@@ -357,6 +359,10 @@ func (s *Source) single(in *input, body []byte, headers map[string]string) ([]Ev
 
 // event keys the event in reads.
 func (s *Source) event(in *input, i int, payload []byte, headers map[string]string) (Event, error) {
+	if dup := duplicateName(in.json.Raw, s.jsonPaths); dup != nil {
+		sel := config.Selector{Kind: config.SelectJSON, Path: dup}
+		return Event{}, &RequestError{Index: i, Part: "body", Selector: sel.String(), Err: ErrDuplicateName}
+	}
 	k := dedupe.Key{Provider: s.Name}
 	if s.tenant != nil {
 		v, err := s.tenant.value(in)
@@ -473,8 +479,13 @@ func checkPathTenant(t string) error {
 	return nil
 }
 
-// checkJSON accepts a body that is valid JSON nested at most maxJSONDepth deep.
+// checkJSON accepts a body that is valid JSON in UTF-8 (RFC 8259 allows no
+// other encoding, and gjson does not check it) nested at most maxJSONDepth
+// deep.
 func checkJSON(body []byte) error {
+	if !utf8.Valid(body) {
+		return bodyError("%w: JSON that is not valid UTF-8", ErrMalformed)
+	}
 	if !shallowJSON(body) {
 		return bodyError("%w: JSON nested deeper than %d levels", ErrMalformed, maxJSONDepth)
 	}
