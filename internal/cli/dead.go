@@ -2,23 +2,16 @@ package cli
 
 import (
 	"context"
-	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
+	"github.com/hookgate/hookgate/internal/eventview"
 	"github.com/hookgate/hookgate/internal/inbox"
 )
 
 func init() {
 	register("dead", "list dead events with why they died (dead list)", runDead)
-}
-
-// deadJSON is the --json form of a dead event: the events list fields and
-// why it died.
-type deadJSON struct {
-	eventJSON
-	Attempts  int    `json:"attempts"`
-	LastError string `json:"last_error"`
 }
 
 func runDead(ctx context.Context, args []string, std IO) error {
@@ -29,18 +22,10 @@ func runDead(ctx context.Context, args []string, std IO) error {
 		return usagef("dead: unknown subcommand %q (want list)", args[0])
 	}
 	return listEvents(ctx, "dead list", args[1:], std, inbox.StatusDead, listing{
-		header: "ID\tRECEIVED\tSOURCE\tTENANT\tEVENT ID\tATTEMPTS\tLAST ERROR",
-		row: func(e inbox.Event) string {
-			return fmt.Sprintf("%d\t%s\t%s\t%s\t%s\t%d\t%s", e.ID, e.ReceivedAt.Format(time.RFC3339),
-				e.Source, e.Tenant, e.EventID, e.Attempts, oneLine(e.LastError))
-		},
-		json: func(e inbox.Event) any {
-			return deadJSON{eventJSON: toJSON(e, false), Attempts: e.Attempts, LastError: e.LastError}
+		header: []string{"ID", "RECEIVED", "SOURCE", "TENANT", "EVENT ID", "ATTEMPTS", "LAST ERROR"},
+		row: func(e eventview.Event) []string {
+			return []string{strconv.FormatInt(e.ID, 10), e.ReceivedAt.Format(time.RFC3339), e.Source, e.Tenant,
+				e.EventID, strconv.Itoa(e.Attempts), e.LastError}
 		},
 	})
-}
-
-// oneLine keeps a multi-line error on its table row.
-func oneLine(s string) string {
-	return strings.Join(strings.Fields(s), " ")
 }

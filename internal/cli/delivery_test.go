@@ -4,8 +4,25 @@ import (
 	"slices"
 	"time"
 
+	"github.com/hookgate/hookgate/dedupe"
 	"github.com/hookgate/hookgate/internal/inbox"
 )
+
+// acceptEvent stores e, keyed by its tenant, source and event id, with a
+// one-hour dedupe window, and returns its id.
+func (d *opsDB) acceptEvent(e inbox.Event) int64 {
+	d.t.Helper()
+	k := dedupe.Key{Tenant: e.Tenant, Provider: e.Source, ObjectType: "charge", EventID: e.EventID}
+	e.Hash, e.Scope = k.Hash(), k.Scope()
+	out, err := d.store.Accept(d.t.Context(), []inbox.Item{{Window: time.Hour, Event: e}})
+	if err != nil {
+		d.t.Fatal(err)
+	}
+	if out[0].Status != dedupe.New {
+		d.t.Fatalf("event %s is a %s", e.EventID, out[0].Status)
+	}
+	return out[0].ID
+}
 
 // route leases every due event, applies event id and finishes it
 // processed for dests, so that it is delivering with a pending delivery to
