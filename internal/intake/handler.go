@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -188,7 +189,7 @@ func (c *receivedCounters) count(status int, resp Response) {
 		}
 	case http.StatusUnauthorized:
 		c.unauthenticated.Inc()
-	case http.StatusBadRequest, http.StatusRequestEntityTooLarge:
+	case http.StatusBadRequest, http.StatusRequestEntityTooLarge, http.StatusUnsupportedMediaType:
 		c.invalid.Inc()
 	case http.StatusServiceUnavailable:
 		c.storeError.Inc()
@@ -205,6 +206,14 @@ func errString(err error) string {
 func (h *Handler) accept(w http.ResponseWriter, r *http.Request, src *source.Source) (int, Response, error) {
 	if src == nil {
 		return 0, Response{}, &requestError{status: http.StatusNotFound, msg: "unknown source " + strconv.Quote(r.PathValue("source"))}
+	}
+	if enc, ok := encoded(r.Header); ok {
+		// The body would be verified, stored and delivered as the encoded
+		// bytes, and its Content-Encoding is not among the headers an event
+		// keeps: a destination would get gzip it cannot tell from JSON.
+		w.Header().Set("Accept-Encoding", "identity")
+		return 0, Response{}, &requestError{status: http.StatusUnsupportedMediaType,
+			msg: fmt.Sprintf("Content-Encoding %q is not accepted; send the body unencoded", enc)}
 	}
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, h.maxBody))
 	if err != nil {
@@ -271,6 +280,18 @@ func (h *Handler) accept(w http.ResponseWriter, r *http.Request, src *source.Sou
 		resp.Status = "duplicate"
 		return http.StatusOK, resp, nil
 	}
+}
+
+// encoded returns the first content coding of h other than identity.
+func encoded(h http.Header) (string, bool) {
+	for _, v := range h.Values("Content-Encoding") {
+		for enc := range strings.SplitSeq(v, ",") {
+			if enc = strings.TrimSpace(enc); enc != "" && !strings.EqualFold(enc, "identity") {
+				return enc, true
+			}
+		}
+	}
+	return "", false
 }
 
 func outcomeName(s dedupe.Status) string {
