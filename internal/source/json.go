@@ -55,7 +55,7 @@ func duplicateName(raw string, paths []jsonPath) []string {
 	switch raw[i] {
 	case '[':
 		for _, p := range paths {
-			if el := gjson.Get(raw, p.name); el.Exists() {
+			if el := gjson.Get(raw, gjson.Escape(p.name)); el.Exists() {
 				if dup := duplicateName(el.Raw, p.next); dup != nil {
 					return append([]string{p.name}, dup...)
 				}

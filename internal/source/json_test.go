@@ -18,7 +18,7 @@ func TestDuplicateName(t *testing.T) {
 		}
 		return newJSONPaths(fs)
 	}
-	stripe := paths("json:id", "json:type", "json:data.object.id", "json:data.object.status", "json:a.1.b")
+	stripe := paths("json:id", "json:type", "json:data.object.id", "json:data.object.status", "json:a.1.b", "json:w.*.k")
 	for _, tt := range []struct {
 		body string
 		want []string
@@ -38,6 +38,8 @@ func TestDuplicateName(t *testing.T) {
 		{`{"a":[{"b":1}]}`, nil},
 		{`{"data":"not an object","id":1}`, nil},
 		{`[{"id":1,"id":2}]`, nil},
+		{`{"w":{"*":{"k":1,"k":2}}}`, []string{"w", "*", "k"}},
+		{`{"w":{"x":{"k":1,"k":2}}}`, nil},
 	} {
 		if got := duplicateName(tt.body, stripe); !slices.Equal(got, tt.want) {
 			t.Errorf("%s: %q, want %q", tt.body, got, tt.want)
