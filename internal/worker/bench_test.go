@@ -3,6 +3,7 @@ package worker_test
 import (
 	"context"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
@@ -19,12 +20,17 @@ import (
 
 // BenchmarkProcess takes an inbox of b.N events (100 entities, each event
 // a newer version) through validation-free processing, entity apply and
-// one delivery to a loopback destination answering 204, and reports
-// events/s: "once" with ProcessOnce in one goroutine, "run" with a pool of
-// 4 workers.
+// delivery to loopback destinations answering 204, and reports events/s:
+// "once" with ProcessOnce in one goroutine, "run" with a pool of 4
+// workers, one destination. "fan4" delivers each event to four
+// destinations; "fan4-hanging" to the same three and one that never
+// answers (each attempt ends at its 1s timeout; it pauses after 5 in a
+// row, as configured destinations do by default). Their events/s count
+// the events every healthy destination has, so the two compare what a
+// hanging destination costs the others.
 func BenchmarkProcess(b *testing.B) {
 	b.Run("once", func(b *testing.B) {
-		bench(b, 1, func(ctx context.Context, p *worker.Pool, _ <-chan struct{}) {
+		bench(b, 1, 1, false, func(ctx context.Context, p *worker.Pool, _ <-chan struct{}) {
 			for done := 0; done < b.N; {
 				r, err := p.ProcessOnce(ctx)
 				if err != nil {
@@ -37,24 +43,30 @@ func BenchmarkProcess(b *testing.B) {
 			}
 		})
 	})
-	b.Run("run", func(b *testing.B) {
-		bench(b, 4, func(ctx context.Context, p *worker.Pool, delivered <-chan struct{}) {
-			ctx, cancel := context.WithCancel(ctx)
-			runErr := make(chan error, 1)
-			go func() { runErr <- p.Run(ctx) }()
-			<-delivered
-			cancel()
-			if err := <-runErr; err != nil {
-				b.Fatal(err)
-			}
-		})
-	})
+	b.Run("run", func(b *testing.B) { bench(b, 4, 1, false, run) })
+	b.Run("fan4", func(b *testing.B) { bench(b, 4, 4, false, run) })
+	b.Run("fan4-hanging", func(b *testing.B) { bench(b, 4, 3, true, run) })
 }
 
-func bench(b *testing.B, workers int, process func(context.Context, *worker.Pool, <-chan struct{})) {
+// run runs the pool until every healthy destination has every event.
+func run(ctx context.Context, p *worker.Pool, delivered <-chan struct{}) {
+	ctx, cancel := context.WithCancel(ctx)
+	runErr := make(chan error, 1)
+	go func() { runErr <- p.Run(ctx) }()
+	<-delivered
+	cancel()
+	if err := <-runErr; err != nil {
+		panic(err)
+	}
+}
+
+// bench fills an inbox with b.N events and times process, which must
+// return once the healthy destinations have had them all (delivered is
+// closed then).
+func bench(b *testing.B, workers, healthy int, hanging bool, process func(context.Context, *worker.Pool, <-chan struct{})) {
 	var calls atomic.Int64
 	delivered := make(chan struct{})
-	total := int64(b.N)
+	total := int64(b.N * healthy)
 	app := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		if calls.Add(1) == total {
 			close(delivered)
@@ -62,6 +74,13 @@ func bench(b *testing.B, workers int, process func(context.Context, *worker.Pool
 		w.WriteHeader(http.StatusNoContent)
 	}))
 	defer app.Close()
+	stuck := httptest.NewServer(http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) {
+		// Reading the body to its end lets the server see the client
+		// give up, which ends the request's context.
+		_, _ = io.Copy(io.Discard, r.Body)
+		<-r.Context().Done()
+	}))
+	defer stuck.Close()
 	tr := &http.Transport{MaxIdleConnsPerHost: 64}
 	defer tr.CloseIdleConnections()
 	store, err := sqlite.Open(filepath.Join(b.TempDir(), "hookgate.db"), sqlite.Options{})
@@ -71,13 +90,23 @@ func bench(b *testing.B, workers int, process func(context.Context, *worker.Pool
 	defer store.Close()
 	ctx := context.Background()
 	fill(b, store, b.N)
+	var dests []worker.Destination
+	for i := range healthy {
+		dests = append(dests, worker.Destination{
+			Destination: deliver.Destination{Name: fmt.Sprint("app", i), URL: app.URL, Timeout: 10 * time.Second},
+		})
+	}
+	if hanging {
+		dests = append(dests, worker.Destination{
+			Destination: deliver.Destination{Name: "stuck", URL: stuck.URL, Timeout: time.Second},
+			PauseAfter:  5,
+		})
+	}
 	pool, err := worker.New(worker.Options{
-		Store: store, Workers: workers, Batch: 200,
-		Sources: map[string]worker.Source{"shop": {Name: "shop", Destinations: []worker.Destination{{
-			Destination: deliver.Destination{Name: "app", URL: app.URL, Timeout: 10 * time.Second},
-		}}}},
-		Client: deliver.New(&http.Client{Transport: tr}),
-		Idle:   time.Hour,
+		Store: store, Workers: workers, Batch: 200, Lease: time.Minute,
+		Sources: map[string]worker.Source{"shop": {Name: "shop", Destinations: dests}},
+		Client:  deliver.New(&http.Client{Transport: tr}),
+		Idle:    time.Hour,
 	})
 	if err != nil {
 		b.Fatal(err)
@@ -86,7 +115,7 @@ func bench(b *testing.B, workers int, process func(context.Context, *worker.Pool
 	process(ctx, pool, delivered)
 	b.StopTimer()
 	if got := calls.Load(); got != total {
-		b.Fatalf("%d deliveries for %d events", got, total)
+		b.Fatalf("%d deliveries for %d events to %d destinations", got, b.N, healthy)
 	}
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "events/s")
 }
