@@ -1,6 +1,8 @@
 package verify_test
 
 import (
+	"bytes"
+	"net/url"
 	"strings"
 	"testing"
 
@@ -159,6 +161,38 @@ func FuzzHMACHeader(f *testing.F) {
 		checkFuzzErr(t, err, "Jefe")
 		if err == nil && strings.TrimSpace(h) != valid {
 			t.Fatalf("accepted %q", h)
+		}
+	})
+}
+
+// FuzzSignedDigest checks that the Standard Webhooks digest tells signed
+// contents apart however their bytes are split between id, timestamp and
+// body (the parts are length-prefixed), and that it ignores what the
+// signature does not cover.
+func FuzzSignedDigest(f *testing.F) {
+	v, err := verify.NewStandard(stdSecret)
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add("msg_1", "1614265330", []byte(`{"a":1}`), "msg_1", "1614265330", []byte(`{"a":1}`))
+	f.Add("msg_1", "1614265330", []byte(`{"a":1}`), "msg_11", "614265330", []byte(`{"a":1}`))
+	f.Add("a", "b", []byte("c"), "", "ab", []byte("c"))
+	f.Add("a.b", "c", []byte{}, "a", "b.c", []byte{})
+	f.Fuzz(func(t *testing.T, id1, ts1 string, body1 []byte, id2, ts2 string, body2 []byte) {
+		digest := func(id, ts string, body []byte, unsigned string) ([32]byte, [2]string) {
+			r := post("https://hooks.example.com/in/standard/" + url.PathEscape(unsigned))
+			r.Header.Set(verify.HeaderWebhookID, id)
+			r.Header.Set(verify.HeaderWebhookTimestamp, ts)
+			r.Header.Set("X-Unsigned", unsigned)
+			// Verify reads the headers trimmed; so does the digest.
+			return v.SignedDigest(r, body), [2]string{strings.TrimSpace(id), strings.TrimSpace(ts)}
+		}
+		d1, h1 := digest(id1, ts1, body1, "one")
+		d2, h2 := digest(id2, ts2, body2, "two")
+		same := h1 == h2 && bytes.Equal(body1, body2)
+		if (d1 == d2) != same {
+			t.Fatalf("digest(%q, %q, %q) == digest(%q, %q, %q) is %v, want %v",
+				id1, ts1, body1, id2, ts2, body2, d1 == d2, same)
 		}
 	})
 }

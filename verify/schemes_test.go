@@ -177,6 +177,43 @@ func TestEveryScheme(t *testing.T) {
 				wantErr(t, sc.zero.Sign(post("https://hooks.example.com/"), sc.body), verify.ErrConfig, sc.name)
 			})
 
+			t.Run("signed digest", func(t *testing.T) {
+				digest := func(r *http.Request, body []byte) [32]byte {
+					return v.(verify.Digester).SignedDigest(r, body)
+				}
+				r := sign(t, v, sc.body)
+				want := digest(r, sc.body)
+
+				// A replay with unsigned parts changed still verifies and
+				// has the same digest: the replay guard must see through it.
+				replay := r.Clone(t.Context())
+				replay.Header.Set("X-GitHub-Delivery", "another-delivery")
+				replay.Header.Set("X-Shopify-Shop-Domain", "victim.myshopify.com")
+				if sc.name != "hubspot" { // HubSpot signs the URL
+					replay.URL.Path += "/tenantB"
+				}
+				if err := v.Verify(replay, sc.body); err != nil {
+					t.Fatalf("Verify of the replay: %v", err)
+				}
+				if got := digest(replay, sc.body); got != want {
+					t.Errorf("digest changed with unsigned parts: %x, want %x", got, want)
+				}
+				if sc.tamper != nil {
+					if got := digest(r, sc.tamper(sc.body)); got == want {
+						t.Errorf("digest did not change with the body")
+					}
+				}
+				if sc.timestamped {
+					later, err := sc.newFn(sc.secret, verify.WithClock(clockAt(epoch.Add(time.Second))))
+					if err != nil {
+						t.Fatal(err)
+					}
+					if got := digest(sign(t, later, sc.body), sc.body); got == want {
+						t.Errorf("digest did not change with the signed timestamp")
+					}
+				}
+			})
+
 			t.Run("tolerance", func(t *testing.T) {
 				if !sc.timestamped {
 					t.Skip("scheme has no timestamp")
