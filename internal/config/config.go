@@ -182,6 +182,13 @@ type Source struct {
 	Scope []string `yaml:"scope,omitempty,flow"`
 	// Window is how long this source's keys are kept; 0 means Dedupe.Window.
 	Window Duration `yaml:"window,omitempty"`
+	// ReplayGuard is [ReplayGuardOn] or [ReplayGuardOff]. On, each
+	// accepted request also records a digest of what its signature covers
+	// for Window, and a later request with the same signed content is a
+	// duplicate whatever its unsigned headers or path tenant say. Absent,
+	// it is [Source.DefaultReplayGuard]: on exactly when the key, scope or
+	// tenant is read from something the signature does not cover.
+	ReplayGuard string `yaml:"replay_guard,omitempty"`
 	// Entity overrides the preset's entity selectors field by field.
 	Entity Entity `yaml:"entity,omitempty"`
 	// Schema is the JSON Schema (2020-12) file events are validated
@@ -348,6 +355,9 @@ func parse(data []byte, dir string, lookupEnv func(string) (string, bool)) (Conf
 		s := &cfg.Sources[i]
 		if s.Window == 0 {
 			s.Window = cfg.Dedupe.Window
+		}
+		if s.ReplayGuard == "" {
+			s.ReplayGuard = s.DefaultReplayGuard()
 		}
 		if s.Schema != "" && dir != "" && !filepath.IsAbs(s.Schema) {
 			s.Schema = filepath.Join(dir, s.Schema)

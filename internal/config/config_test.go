@@ -192,6 +192,8 @@ func TestParseErrors(t *testing.T) {
 			[]string{"sources[0].organization_id: only for provider salesforce"}, ErrInvalid},
 		{"hmac without signature", src("    provider: hmac\n    secret: env:CUSTOM_SECRET\n    key: [header:X-Id]\n"),
 			[]string{"sources[0].signature: required for provider hmac"}, ErrInvalid},
+		{"bad replay guard", src("    provider: github\n    secret: env:GITHUB_SECRET\n    replay_guard: maybe\n"),
+			[]string{"line 5: sources[0].replay_guard: \"maybe\": want on or off"}, ErrInvalid},
 		{"hmac without key", src("    provider: hmac\n    secret: env:CUSTOM_SECRET\n    signature: {header: X-Sig}\n"),
 			[]string{"sources[0].key: required for provider hmac"}, ErrInvalid},
 		{"hmac bad algorithm", src("    provider: hmac\n    secret: env:CUSTOM_SECRET\n    key: [header:X-Id]\n    signature: {header: X-Sig, algorithm: md5, encoding: b32}\n"),
@@ -803,5 +805,42 @@ func TestSourceValidate(t *testing.T) {
 	}
 	if err != nil && strings.Contains(err.Error(), "sources[") {
 		t.Errorf("Source.Validate paths are not relative: %v", err)
+	}
+}
+
+func TestDefaultReplayGuard(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name string
+		src  Source
+		want string
+	}{
+		{"stripe: all signed", Source{Provider: ProviderStripe}, ReplayGuardOff},
+		{"github: delivery header", Source{Provider: ProviderGitHub}, ReplayGuardOn},
+		{"github keyed on the body", Source{Provider: ProviderGitHub, Key: []string{"json:id"}, Scope: []string{"json:action"}}, ReplayGuardOff},
+		{"github keyed on the body, event header scope", Source{Provider: ProviderGitHub, Key: []string{"json:id"}}, ReplayGuardOn},
+		{"shopify: shop domain", Source{Provider: ProviderShopify, Key: []string{"json:id"}, Scope: []string{"json:topic"}}, ReplayGuardOn},
+		{"standard: signed webhook-id", Source{Provider: ProviderStandard}, ReplayGuardOff},
+		{"standard with a path tenant", Source{Provider: ProviderStandard, Tenant: "path"}, ReplayGuardOn},
+		{"standard keyed on another header", Source{Provider: ProviderStandard, Key: []string{"header:X-Id"}}, ReplayGuardOn},
+		{"hubspot with a query tenant", Source{Provider: ProviderHubSpot, Tenant: "query:portal"}, ReplayGuardOn},
+		{"hmac keyed on the body", Source{Provider: ProviderHMAC, Key: []string{"json:id"}, Tenant: "const:acme"}, ReplayGuardOff},
+		{"hmac keyed on a header", Source{Provider: ProviderHMAC, Key: []string{"header:X-Event-Id"}}, ReplayGuardOn},
+		{"salesforce", Source{Provider: ProviderSalesforce}, ReplayGuardOff},
+	} {
+		if got := tc.src.DefaultReplayGuard(); got != tc.want {
+			t.Errorf("%s: DefaultReplayGuard() = %q, want %q", tc.name, got, tc.want)
+		}
+	}
+}
+
+func TestReplayGuardExplicit(t *testing.T) {
+	t.Parallel()
+	cfg, err := parse([]byte("sources:\n  - name: gh\n    provider: github\n    secret: env:GITHUB_SECRET\n    replay_guard: \"off\"\n"), "", lookupTestEnv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := cfg.Sources[0].ReplayGuard; got != ReplayGuardOff {
+		t.Errorf("replay_guard = %q, want the explicit off kept", got)
 	}
 }

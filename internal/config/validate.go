@@ -259,6 +259,9 @@ func (s Source) check() []*FieldError {
 	if s.Window < 0 {
 		add("window", "%s: must not be negative", s.Window)
 	}
+	if s.ReplayGuard != "" && s.ReplayGuard != ReplayGuardOn && s.ReplayGuard != ReplayGuardOff {
+		add("replay_guard", "%q: want on or off", s.ReplayGuard)
+	}
 
 	if p == ProviderHMAC && len(s.Key) == 0 {
 		add("key", "required for provider hmac (one or more selectors)")

@@ -105,6 +105,12 @@ type Event struct {
 type Item struct {
 	Event  Event
 	Window time.Duration
+	// Digest, when not zero, is the replay guard's key of the request the
+	// event came in: a hash of its source and of what the request's
+	// signature covers. Accept keeps it for Window; a later request with
+	// the same digest is a replay, and its events are duplicates whatever
+	// their keys. Items that share a digest are one request's events.
+	Digest dedupe.Hash
 }
 
 // Outcome is what Accept did with one item.
@@ -279,6 +285,8 @@ type ReplayFilter struct {
 type SweepResult struct {
 	Keys   int
 	Events int
+	// Digests counts expired replay guard digests.
+	Digests int
 }
 
 // SourceStats are one source's counts.
@@ -336,8 +344,13 @@ func (e *LostError) Is(target error) bool { return target == ErrNotOwner }
 type Store interface {
 	// Accept claims the items' keys, stores the new events and commits the
 	// keys, all in one transaction, and reports one outcome per item in
-	// order. Items must carry distinct hashes. On error nothing was
-	// written and no key was kept.
+	// order. Items must carry distinct hashes. Items with a Digest are
+	// first checked against the digests kept: when their request's digest
+	// is already kept (and not expired) they are Duplicate, with the
+	// digest's first-seen time, and their keys are not claimed; otherwise
+	// the digest is kept for the item's Window. A batch holds at most one
+	// request per digest. On error nothing was written and no key or
+	// digest was kept.
 	Accept(ctx context.Context, items []Item) ([]Outcome, error)
 	// Get returns one event.
 	Get(ctx context.Context, id int64) (Event, error)
@@ -381,9 +394,9 @@ type Store interface {
 	// kept, so the end state does not change; deliveries that did not
 	// succeed start over, and with f.Redeliver delivered ones too.
 	Replay(ctx context.Context, f ReplayFilter, progress func(done int)) (int, error)
-	// Sweep removes expired dedupe keys and processed events whose
-	// ProcessedAt is before processedBefore, with their deliveries and
-	// attempt logs.
+	// Sweep removes expired dedupe keys and replay guard digests, and
+	// processed events whose ProcessedAt is before processedBefore, with
+	// their deliveries and attempt logs.
 	Sweep(ctx context.Context, processedBefore time.Time) (SweepResult, error)
 	// Stats counts events by source and status, and reports intake counters
 	// and the oldest event waiting to be processed.

@@ -18,7 +18,8 @@ const DefaultMaxBatch = 1000
 
 // CommitterOptions tune a Committer; zero values mean the defaults.
 type CommitterOptions struct {
-	// MaxBatch caps how many events one transaction writes; default
+	// MaxBatch caps how many events one transaction writes (a request
+	// with more is written alone, since a request is never split); default
 	// DefaultMaxBatch.
 	MaxBatch int
 	// RecentKeys is how many committed keys are remembered to answer
@@ -35,24 +36,34 @@ type CommitterOptions struct {
 
 // Committer is the group commit in front of an inbox: it collects the
 // events of concurrent requests and writes them in one transaction, so
-// many acknowledgements share one fsync. Copies of an event that is
-// queued or being written join the first copy instead of being written
-// again (single-flight): exactly one copy is New, the others get the
-// first copy's result as Duplicate, or its error.
+// many acknowledgements share one fsync. A request's events are never
+// split between transactions. Copies of an event that is queued or being
+// written join the first copy instead of being written again
+// (single-flight): exactly one copy is New, the others get the first
+// copy's result as Duplicate, or its error.
+//
+// A request with a replay guard digest is keyed twice: by its events'
+// hashes and by its digest. While another request with the same digest,
+// or with one of its events, is queued or being written, it waits for
+// that write and then goes to the store itself, which decides from the
+// digests and keys it keeps (a replay, a duplicate, or new if the first
+// write failed). Joining is not enough for it: its own digest must be
+// written, or a later replay of it would pass.
 type Committer struct {
 	store     Acceptor
 	maxBatch  int
 	recent    *recent
 	now       func() time.Time
 	committed func()
-	queue     chan *pending
+	queue     chan []*pending // one request's new events each
 	stop      chan struct{}
 	done      chan struct{}
 
 	mu       sync.Mutex
 	closed   bool
 	inflight map[dedupe.Hash]*pending
-	wg       sync.WaitGroup // Submit calls that may still enqueue
+	digests  map[dedupe.Hash][]*pending // guarded requests queued or being written
+	wg       sync.WaitGroup             // Submit calls that may still enqueue
 }
 
 // Acceptor is the part of an inbox the committer writes through.
@@ -79,10 +90,11 @@ func NewCommitter(store Acceptor, opts CommitterOptions) *Committer {
 		maxBatch:  maxBatch,
 		now:       opts.Now,
 		committed: opts.Committed,
-		queue:     make(chan *pending, maxBatch),
+		queue:     make(chan []*pending, maxBatch),
 		stop:      make(chan struct{}),
 		done:      make(chan struct{}),
 		inflight:  make(map[dedupe.Hash]*pending),
+		digests:   make(map[dedupe.Hash][]*pending),
 	}
 	if c.now == nil {
 		c.now = time.Now
@@ -97,17 +109,26 @@ func NewCommitter(store Acceptor, opts CommitterOptions) *Committer {
 	return c
 }
 
-// Submit offers items for storage and waits until each is decided. The
+// Submit offers the items of one request for storage and waits until each
+// is decided. Items with a Digest must all carry the same one. The
 // outcomes are in the order of items. A per-item error (the store failed
 // the batch it was in) is returned in errs; err is set only when nothing
-// was submitted (ErrClosed). Submit waits for the decision even if ctx ends
+// was submitted (ErrClosed, or ctx ended while a guarded request waited
+// for a copy's write). Submit waits for the decision even if ctx ends
 // first, so that a caller never answers before the write it started is
-// known; ctx only bounds the wait for room in the queue.
+// known; ctx only bounds the waits before anything is queued.
 func (c *Committer) Submit(ctx context.Context, items []inbox.Item) (outs []inbox.Outcome, errs []error, err error) {
 	outs = make([]inbox.Outcome, len(items))
 	errs = make([]error, len(items))
+	var digest dedupe.Hash
+	if len(items) > 0 {
+		digest = items[0].Digest
+	}
+	guarded := digest != dedupe.Hash{}
 	known := make([]bool, len(items))
-	if c.recent != nil {
+	// A guarded request skips the memory of committed keys: answering it
+	// there would leave its digest unwritten.
+	if c.recent != nil && !guarded {
 		now := c.now()
 		for i := range items {
 			if e, ok := c.recent.lookup(items[i].Event.Hash, now); ok {
@@ -116,10 +137,23 @@ func (c *Committer) Submit(ctx context.Context, items []inbox.Item) (outs []inbo
 			}
 		}
 	}
-	c.mu.Lock()
-	if c.closed {
+	for {
+		c.mu.Lock()
+		if c.closed {
+			c.mu.Unlock()
+			return nil, nil, ErrClosed
+		}
+		if !guarded {
+			break
+		}
+		blockers := c.blockers(digest, items)
+		if len(blockers) == 0 {
+			break
+		}
 		c.mu.Unlock()
-		return nil, nil, ErrClosed
+		if err := waitAll(ctx, blockers); err != nil {
+			return nil, nil, err
+		}
 	}
 	c.wg.Add(1)
 	waits := make([]*pending, len(items))
@@ -139,15 +173,16 @@ func (c *Committer) Submit(ctx context.Context, items []inbox.Item) (outs []inbo
 		waits[i], first[i] = p, true
 		fresh = append(fresh, p)
 	}
+	if guarded {
+		c.digests[digest] = fresh
+	}
 	c.mu.Unlock()
 
-enqueue:
-	for i, p := range fresh {
+	if len(fresh) > 0 {
 		select {
-		case c.queue <- p:
+		case c.queue <- fresh:
 		case <-ctx.Done():
-			c.fail(fresh[i:], ctx.Err())
-			break enqueue
+			c.fail(fresh, ctx.Err())
 		}
 	}
 	c.wg.Done()
@@ -166,55 +201,97 @@ enqueue:
 	return outs, errs, nil
 }
 
+// blockers returns what a guarded request with digest and items must wait
+// for: the request with the same digest, and each of its events, that is
+// queued or being written. c.mu must be held.
+func (c *Committer) blockers(digest dedupe.Hash, items []inbox.Item) []*pending {
+	blockers := c.digests[digest]
+	for i := range items {
+		if p, ok := c.inflight[items[i].Event.Hash]; ok {
+			blockers = append(blockers[:len(blockers):len(blockers)], p)
+		}
+	}
+	return blockers
+}
+
+// waitAll waits until every p in ps is decided, or ctx ends.
+func waitAll(ctx context.Context, ps []*pending) error {
+	for _, p := range ps {
+		select {
+		case <-p.done:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	return nil
+}
+
 // fail decides ps with err without writing them.
 func (c *Committer) fail(ps []*pending, err error) {
-	c.mu.Lock()
-	for _, p := range ps {
-		delete(c.inflight, p.item.Event.Hash)
-	}
-	c.mu.Unlock()
+	c.forget(ps)
 	for _, p := range ps {
 		p.err = err
 		close(p.done)
 	}
 }
 
+// forget removes ps, which have been decided, from the events and digests
+// in flight.
+func (c *Committer) forget(ps []*pending) {
+	c.mu.Lock()
+	for _, p := range ps {
+		delete(c.inflight, p.item.Event.Hash)
+		if d := p.item.Digest; d != (dedupe.Hash{}) {
+			delete(c.digests, d)
+		}
+	}
+	c.mu.Unlock()
+}
+
 func (c *Committer) run() {
 	defer close(c.done)
+	var next []*pending // a request that did not fit in the last batch
 	batch := make([]*pending, 0, c.maxBatch)
 	for {
-		select {
-		case p := <-c.queue:
-			batch = append(batch[:0], p)
-		case <-c.stop:
-			// Submit no longer enqueues; write what is left.
-			for {
+		batch = batch[:0]
+		if next != nil {
+			batch, next = append(batch, next...), nil
+		} else {
+			select {
+			case req := <-c.queue:
+				batch = append(batch, req...)
+			case <-c.stop:
+				// Submit no longer enqueues; write what is left.
 				select {
-				case p := <-c.queue:
-					batch = append(batch[:0], p)
-					c.drain(&batch)
-					c.write(batch)
+				case req := <-c.queue:
+					batch = append(batch, req...)
 				default:
 					return
 				}
 			}
 		}
-		c.drain(&batch)
+		next = c.drain(&batch)
 		c.write(batch)
 	}
 }
 
-// drain adds what is already queued to batch, up to maxBatch, without
-// waiting: the batch is whatever arrived while the last write ran.
-func (c *Committer) drain(batch *[]*pending) {
+// drain adds the requests already queued to batch, up to maxBatch events,
+// without waiting: the batch is whatever arrived while the last write ran.
+// It returns the request that would have overflowed it, for the next
+// batch; a request larger than maxBatch is written alone.
+func (c *Committer) drain(batch *[]*pending) (next []*pending) {
 	for len(*batch) < c.maxBatch {
 		select {
-		case p := <-c.queue:
-			*batch = append(*batch, p)
+		case req := <-c.queue:
+			if len(*batch)+len(req) > c.maxBatch {
+				return req
+			}
+			*batch = append(*batch, req...)
 		default:
-			return
+			return nil
 		}
 	}
+	return nil
 }
 
 func (c *Committer) write(batch []*pending) {
@@ -223,11 +300,7 @@ func (c *Committer) write(batch []*pending) {
 		items[i] = p.item
 	}
 	outs, err := c.store.Accept(context.Background(), items)
-	c.mu.Lock()
-	for _, p := range batch {
-		delete(c.inflight, p.item.Event.Hash)
-	}
-	c.mu.Unlock()
+	c.forget(batch)
 	if err == nil && c.committed != nil {
 		c.committed()
 	}

@@ -232,9 +232,12 @@ func (h *Handler) accept(w http.ResponseWriter, r *http.Request, src *source.Sou
 	if err != nil {
 		return 0, Response{}, &requestError{status: http.StatusBadRequest, msg: err.Error(), err: err}
 	}
+	// The digest is taken after the events are keyed, so that a request
+	// the source refuses (400) keeps none.
+	digest, _ := src.Digest(r, body)
 	items := make([]inbox.Item, len(events))
 	for i := range events {
-		items[i] = inbox.Item{Event: toInbox(src, &events[i]), Window: src.Window}
+		items[i] = inbox.Item{Event: toInbox(src, &events[i]), Window: src.Window, Digest: digest}
 	}
 	submitted := time.Now()
 	outs, errs, err := h.committer.Submit(r.Context(), items)

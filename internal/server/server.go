@@ -210,7 +210,7 @@ func (s *Server) sweepEvery(ctx context.Context) {
 				s.log.Error("sweep", "err", err)
 				continue
 			}
-			s.log.Info("sweep", "keys", res.Keys, "events", res.Events)
+			s.log.Info("sweep", "keys", res.Keys, "digests", res.Digests, "events", res.Events)
 		}
 	}
 }

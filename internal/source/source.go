@@ -1,6 +1,8 @@
 package source
 
 import (
+	"crypto/sha256"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"maps"
@@ -43,11 +45,12 @@ type Source struct {
 	// TenantFromPath reports that the tenant is the URL's
 	// /in/{source}/{tenant} segment; only such a source accepts one.
 	TenantFromPath bool
+	// ReplayGuard reports that a request whose signed content the source
+	// already accepted is a duplicate, whatever its unsigned parts say:
+	// [Source.Digest] names the signed content.
+	ReplayGuard bool
 
-	verifier interface {
-		verify.Verifier
-		verify.Signer
-	}
+	verifier  verifier
 	format    format
 	key       []selector
 	scope     [2]selector
@@ -131,6 +134,11 @@ func New(cfg config.Source, defaults config.Dedupe, opts ...verify.Option) (*Sou
 	if s.verifier, err = newVerifier(cfg, opts); err != nil {
 		return nil, fmt.Errorf("source %q: %w", cfg.Name, err)
 	}
+	guard := cfg.ReplayGuard
+	if guard == "" {
+		guard = cfg.DefaultReplayGuard()
+	}
+	s.ReplayGuard = guard == config.ReplayGuardOn
 
 	if s.format == formatSOAP {
 		s.xmlWant = newXMLWant(s.selectors())
@@ -204,11 +212,15 @@ func (s *Source) selectors() []selector {
 	return all
 }
 
-// newVerifier builds the provider's verifier.
-func newVerifier(cfg config.Source, opts []verify.Option) (interface {
+// verifier is what a source needs of its provider's scheme.
+type verifier interface {
 	verify.Verifier
 	verify.Signer
-}, error) {
+	verify.Digester
+}
+
+// newVerifier builds the provider's verifier.
+func newVerifier(cfg config.Source, opts []verify.Option) (verifier, error) {
 	if cfg.PublicURL != "" {
 		opts = append([]verify.Option{verify.WithPublicURL(cfg.PublicURL)}, opts...)
 	}
@@ -252,6 +264,26 @@ func (s *Source) Authenticate(r *http.Request, body []byte) error {
 		return fmt.Errorf("source %q: %w", s.Name, err)
 	}
 	return nil
+}
+
+// Digest returns the replay guard's key for an authenticated request: a
+// hash of the source's name and of what the provider's signature covers
+// (verify.Digester), so that two sources never share one. ok is false when
+// the source's replay guard is off.
+func (s *Source) Digest(r *http.Request, body []byte) (d dedupe.Hash, ok bool) {
+	if s == nil || s.verifier == nil || !s.ReplayGuard {
+		return d, false
+	}
+	signed := s.verifier.SignedDigest(r, body)
+	h := sha256.New()
+	h.Write([]byte("hookgate replay guard\x00"))
+	var buf [binary.MaxVarintLen64]byte
+	h.Write(buf[:binary.PutUvarint(buf[:], uint64(len(s.Name)))])
+	h.Write([]byte(s.Name))
+	h.Write(signed[:])
+	var sum [sha256.Size]byte
+	copy(d[:], h.Sum(sum[:0]))
+	return d, true
 }
 
 // Signer returns the provider's signer, which makes requests that

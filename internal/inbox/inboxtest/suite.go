@@ -41,6 +41,7 @@ func Exercise(t *testing.T, newStore func(t *testing.T, clock *Clock) inbox.Stor
 		{"AcceptDuplicate", testAcceptDuplicate},
 		{"AcceptDuplicateAcrossBatches", testAcceptDuplicateAcrossBatches},
 		{"AcceptWindowExpiry", testAcceptWindowExpiry},
+		{"AcceptReplayGuard", testAcceptReplayGuard},
 		{"GetUnknown", testGetUnknown},
 		{"ListFilters", testListFilters},
 		{"LeaseInIDOrder", testLeaseInIDOrder},

@@ -156,6 +156,9 @@ func migrate(ctx context.Context, db *sql.DB) error {
 	if err := migrateDeliveries(ctx, tx); err != nil {
 		return err
 	}
+	if _, err := tx.ExecContext(ctx, guardSchema); err != nil {
+		return fmt.Errorf("replay guard: %w", err)
+	}
 	var counted int
 	if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM sqlite_schema
 		WHERE type = 'table' AND name = 'status_counts'`).Scan(&counted); err != nil {

@@ -47,6 +47,7 @@ type Store struct {
 	keys  *dsqlite.Store
 	now   func() time.Time
 	owned bool
+	stmts stmtCache
 }
 
 var _ inbox.Store = (*Store)(nil)
@@ -86,7 +87,7 @@ func New(db *sql.DB, opts Options) (*Store, error) {
 	if err := migrate(context.Background(), db); err != nil {
 		return nil, fmt.Errorf("open inbox: migrate: %w", err)
 	}
-	return &Store{db: db, keys: keys, now: now}, nil
+	return &Store{db: db, keys: keys, now: now, stmts: stmtCache{db: db}}, nil
 }
 
 // DB is the underlying database.
@@ -94,6 +95,7 @@ func (s *Store) DB() *sql.DB { return s.db }
 
 // Close closes the database when the Store opened it.
 func (s *Store) Close() error {
+	s.stmts.close()
 	if s.owned {
 		return s.db.Close()
 	}
@@ -143,7 +145,15 @@ func (s *Store) Accept(ctx context.Context, items []inbox.Item) (out []inbox.Out
 	out = make([]inbox.Outcome, len(items))
 	var fresh []int
 	counts := intakeCounts{}
-	for window, idx := range byWindow(items) {
+	replays, err := guard(ctx, tx, items, s.now().UnixNano())
+	if err != nil {
+		return nil, unavailable("replay guard", err)
+	}
+	for i, o := range replays {
+		out[i] = o
+		counts.add(items[i].Event.Source, o.Status)
+	}
+	for window, idx := range byWindow(items, replays) {
 		hashes := make([]dedupe.Hash, len(idx))
 		for j, i := range idx {
 			hashes[j] = items[i].Event.Hash
@@ -176,12 +186,14 @@ func (s *Store) Accept(ctx context.Context, items []inbox.Item) (out []inbox.Out
 	return out, nil
 }
 
-// byWindow groups item indexes by dedupe window; one source, one window,
-// so there is usually one group.
-func byWindow(items []inbox.Item) map[time.Duration][]int {
+// byWindow groups the indexes of the items that are not replays by dedupe
+// window; one source, one window, so there is usually one group.
+func byWindow(items []inbox.Item, replays map[int]inbox.Outcome) map[time.Duration][]int {
 	groups := make(map[time.Duration][]int, 1)
 	for i := range items {
-		groups[items[i].Window] = append(groups[items[i].Window], i)
+		if _, ok := replays[i]; !ok {
+			groups[items[i].Window] = append(groups[items[i].Window], i)
+		}
 	}
 	return groups
 }

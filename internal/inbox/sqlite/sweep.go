@@ -10,8 +10,9 @@ import (
 )
 
 // Sweep implements inbox.Store. Expired keys go through the dedupe store's
-// own sweep, which takes the same turn to write as the inbox; processed events go in transactions of at most idChunk
-// events, so intake waits behind one chunk, not the whole sweep. If a
+// own sweep, which takes the same turn to write as the inbox; expired
+// replay guard digests and processed events go in transactions of at most
+// idChunk rows, so intake waits behind one chunk, not the whole sweep. If a
 // transaction fails, the result counts what the committed ones removed.
 func (s *Store) Sweep(ctx context.Context, processedBefore time.Time) (inbox.SweepResult, error) {
 	var res inbox.SweepResult
@@ -19,6 +20,22 @@ func (s *Store) Sweep(ctx context.Context, processedBefore time.Time) (inbox.Swe
 	res.Keys = keys
 	if err != nil {
 		return res, fmt.Errorf("inbox: sweep keys: %w", err)
+	}
+	now := s.now().UnixNano()
+	for {
+		var n int
+		err := s.write(ctx, "sweep digests", func(tx *sql.Tx) error {
+			var err error
+			n, err = sweepDigests(ctx, tx, now)
+			return err
+		})
+		if err != nil {
+			return res, err
+		}
+		res.Digests += n
+		if n < idChunk {
+			break
+		}
 	}
 	cutoff := processedBefore.UnixNano()
 	for {

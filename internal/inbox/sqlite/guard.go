@@ -1,0 +1,161 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"time"
+
+	"github.com/hookgate/hookgate/dedupe"
+	"github.com/hookgate/hookgate/internal/inbox"
+)
+
+// guardSchema keeps the replay guard's digests: one row per accepted
+// request of a guarded source, until its source's window ends. Times are
+// Unix nanoseconds, as in dedupe_keys; the index is what the sweep walks.
+const guardSchema = `
+CREATE TABLE IF NOT EXISTS replay_digests (
+	digest     BLOB    NOT NULL PRIMARY KEY CHECK (length(digest) = 16),
+	first_seen INTEGER NOT NULL,
+	expires    INTEGER NOT NULL
+) WITHOUT ROWID, STRICT;
+CREATE INDEX IF NOT EXISTS replay_digests_expires ON replay_digests (expires);
+`
+
+// digestChunk is how many digests one statement binds (three parameters
+// each), far below SQLite's limit.
+const digestChunk = 500
+
+// guard keeps the digests of the guarded items in tx and reports, by item
+// index, the outcome of each item whose request's digest was kept already:
+// a replay, Duplicate as of the digest's first sighting. A digest that is
+// absent or expired is written, committed, until now plus its items'
+// window; its items go on to have their keys claimed.
+func guard(ctx context.Context, tx *sql.Tx, items []inbox.Item, now int64) (map[int]inbox.Outcome, error) {
+	byDigest := map[dedupe.Hash][]int{}
+	var order []dedupe.Hash
+	for i := range items {
+		d := items[i].Digest
+		if d == (dedupe.Hash{}) {
+			continue
+		}
+		if _, ok := byDigest[d]; !ok {
+			order = append(order, d)
+		}
+		byDigest[d] = append(byDigest[d], i)
+	}
+	if len(order) == 0 {
+		return nil, nil
+	}
+	replays := map[int]inbox.Outcome{}
+	for lo := 0; lo < len(order); lo += digestChunk {
+		chunk := order[lo:min(lo+digestChunk, len(order))]
+		args := make([]any, 0, 3*len(chunk))
+		for _, d := range chunk {
+			var window time.Duration
+			for _, i := range byDigest[d] {
+				window = max(window, items[i].Window)
+			}
+			args = append(args, d[:], now, after(now, window))
+		}
+		kept, err := keepDigests(ctx, tx, args, len(chunk))
+		if err != nil {
+			return nil, err
+		}
+		var held []dedupe.Hash
+		for _, d := range chunk {
+			if !kept[d] {
+				held = append(held, d)
+			}
+		}
+		if len(held) == 0 {
+			continue
+		}
+		seen, err := readDigests(ctx, tx, held)
+		if err != nil {
+			return nil, err
+		}
+		for _, d := range held {
+			o := seen[d]
+			for _, i := range byDigest[d] {
+				replays[i] = o
+			}
+		}
+	}
+	return replays, nil
+}
+
+// keepDigests writes the n digests in args (digest, first seen, expires)
+// that are absent or expired, and returns the ones it wrote.
+func keepDigests(ctx context.Context, tx *sql.Tx, args []any, n int) (map[dedupe.Hash]bool, error) {
+	q := `INSERT INTO replay_digests (digest, first_seen, expires) VALUES ` + rowsOf("(?, ?, ?)", n) +
+		` ON CONFLICT (digest) DO UPDATE SET first_seen = excluded.first_seen, expires = excluded.expires
+		WHERE replay_digests.expires <= excluded.first_seen RETURNING digest`
+	rows, err := tx.QueryContext(ctx, q, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	kept := make(map[dedupe.Hash]bool, n)
+	for rows.Next() {
+		var raw []byte
+		if err := rows.Scan(&raw); err != nil {
+			return nil, err
+		}
+		var d dedupe.Hash
+		copy(d[:], raw)
+		kept[d] = true
+	}
+	return kept, rows.Err()
+}
+
+// readDigests returns the first sighting and expiry of digests, as the
+// outcome their replays get.
+func readDigests(ctx context.Context, tx *sql.Tx, digests []dedupe.Hash) (map[dedupe.Hash]inbox.Outcome, error) {
+	args := make([]any, len(digests))
+	for i, d := range digests {
+		args[i] = d[:]
+	}
+	rows, err := tx.QueryContext(ctx, `SELECT digest, first_seen, expires FROM replay_digests
+		WHERE digest IN (`+placeholders(len(digests))+`)`, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := make(map[dedupe.Hash]inbox.Outcome, len(digests))
+	for rows.Next() {
+		var (
+			raw            []byte
+			first, expires int64
+		)
+		if err := rows.Scan(&raw, &first, &expires); err != nil {
+			return nil, err
+		}
+		var d dedupe.Hash
+		copy(d[:], raw)
+		out[d] = inbox.Outcome{Status: dedupe.Duplicate, FirstSeen: fromNanos(first), Expires: fromNanos(expires)}
+	}
+	return out, rows.Err()
+}
+
+// sweepDigests deletes up to idChunk digests that expired by now.
+func sweepDigests(ctx context.Context, tx *sql.Tx, now int64) (int, error) {
+	res, err := tx.ExecContext(ctx, `DELETE FROM replay_digests WHERE digest IN
+		(SELECT digest FROM replay_digests WHERE expires <= ? LIMIT ?)`, now, idChunk)
+	if err != nil {
+		return 0, err
+	}
+	n, err := res.RowsAffected()
+	return int(n), err
+}
+
+// rowsOf returns n copies of the row placeholder tuple, comma-separated.
+func rowsOf(tuple string, n int) string {
+	b := make([]byte, 0, n*(len(tuple)+2))
+	for i := range n {
+		if i > 0 {
+			b = append(b, ", "...)
+		}
+		b = append(b, tuple...)
+	}
+	return string(b)
+}
