@@ -24,6 +24,12 @@ const (
 	DefaultDatabase = "sqlite:hookgate.db"
 	// DefaultMaxBody is the largest request body accepted.
 	DefaultMaxBody ByteSize = 1 << 20
+	// DefaultMaxConnections is how many connections the intake listener
+	// keeps open at once.
+	DefaultMaxConnections = 4096
+	// DefaultMaxPendingBody is how many request body bytes all requests
+	// together may hold before they are authenticated.
+	DefaultMaxPendingBody ByteSize = 64 << 20
 	// DefaultWindow is how long a dedupe key is kept: longer than every
 	// provider's retry window.
 	DefaultWindow = Duration(168 * time.Hour)
@@ -119,6 +125,8 @@ type Config struct {
 	Database string `yaml:"database"`
 	// MaxBody is the largest request body accepted (413 above it).
 	MaxBody ByteSize `yaml:"max_body"`
+	// Limits bound what unauthenticated senders can make the gateway hold.
+	Limits Limits `yaml:"limits"`
 	// Dedupe holds the defaults of deduplication.
 	Dedupe Dedupe `yaml:"dedupe"`
 	// Workers is how many workers process events; at least 1.
@@ -140,6 +148,21 @@ type Config struct {
 	Admin Admin `yaml:"admin,omitempty"`
 	// Sources are the configured senders, served at POST /in/{name}.
 	Sources []Source `yaml:"sources"`
+}
+
+// Limits bound what requests hold before they are authenticated, so that
+// a flood of idle connections or slow bodies is answered 503 instead of
+// exhausting file descriptors or memory.
+type Limits struct {
+	// MaxConnections is how many connections the intake listener keeps
+	// open at once; a connection beyond it is answered 503 with
+	// Retry-After and closed.
+	MaxConnections int `yaml:"max_connections"`
+	// MaxPendingBody is how many request body bytes all requests together
+	// may hold before authentication (each counts its Content-Length, or
+	// max_body when it sends none); a request beyond it is answered 503
+	// with Retry-After before its body is read. At least max_body.
+	MaxPendingBody ByteSize `yaml:"max_pending_body"`
 }
 
 // Dedupe holds the defaults of deduplication.
@@ -294,6 +317,7 @@ func Default() Config {
 		Listen:     DefaultListen,
 		Database:   DefaultDatabase,
 		MaxBody:    DefaultMaxBody,
+		Limits:     Limits{MaxConnections: DefaultMaxConnections, MaxPendingBody: DefaultMaxPendingBody},
 		Dedupe:     Dedupe{Window: DefaultWindow, OnStoreError: OnStoreErrorReject},
 		Workers:    DefaultWorkers,
 		Batch:      DefaultBatch,

@@ -192,6 +192,8 @@ func TestParseErrors(t *testing.T) {
 			[]string{"sources[0].organization_id: only for provider salesforce"}, ErrInvalid},
 		{"hmac without signature", src("    provider: hmac\n    secret: env:CUSTOM_SECRET\n    key: [header:X-Id]\n"),
 			[]string{"sources[0].signature: required for provider hmac"}, ErrInvalid},
+		{"limits", "max_body: 2MiB\nlimits: {max_connections: 0, max_pending_body: 1MiB}\n",
+			[]string{"limits.max_connections: 0: want at least 1", "limits.max_pending_body: 1MiB: want at least max_body (2MiB)"}, ErrInvalid},
 		{"bad replay guard", src("    provider: github\n    secret: env:GITHUB_SECRET\n    replay_guard: maybe\n"),
 			[]string{"line 5: sources[0].replay_guard: \"maybe\": want on or off"}, ErrInvalid},
 		{"hmac without key", src("    provider: hmac\n    secret: env:CUSTOM_SECRET\n    signature: {header: X-Sig}\n"),

@@ -51,6 +51,9 @@ func ExampleConfig_Redacted() {
 	// listen: 127.0.0.1:8080
 	// database: sqlite:hookgate.db
 	// max_body: 1MiB
+	// limits:
+	//   max_connections: 4096
+	//   max_pending_body: 64MiB
 	// dedupe:
 	//   window: 168h
 	//   on_store_error: reject

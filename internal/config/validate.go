@@ -108,6 +108,12 @@ func (c Config) check() []*FieldError {
 	if c.MaxBody <= 0 {
 		add("max_body", "%s: must be positive", c.MaxBody)
 	}
+	if c.Limits.MaxConnections < 1 {
+		add("limits.max_connections", "%d: want at least 1", c.Limits.MaxConnections)
+	}
+	if c.Limits.MaxPendingBody < c.MaxBody {
+		add("limits.max_pending_body", "%s: want at least max_body (%s), or no request of that size is ever read", c.Limits.MaxPendingBody, c.MaxBody)
+	}
 	if c.Dedupe.Window <= 0 {
 		add("dedupe.window", "%s: must be positive", c.Dedupe.Window)
 	}

@@ -10,9 +10,11 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"golang.org/x/sync/semaphore"
 
 	"github.com/hookgate/hookgate/dedupe"
 	"github.com/hookgate/hookgate/internal/inbox"
@@ -26,12 +28,23 @@ const DefaultMaxBody = 1 << 20
 // storeRetryAfter is what a sender is told to wait when the store failed.
 const storeRetryAfter = 5 * time.Second
 
+// DefaultMaxPendingBody is Options.MaxPendingBody when it is zero.
+const DefaultMaxPendingBody = 64 << 20
+
+// busyRetryAfter is what a sender is told to wait when the bytes held
+// before authentication are at their limit.
+const busyRetryAfter = time.Second
+
 // Options configure a Handler.
 type Options struct {
 	Sources   []*source.Source
 	Committer *Committer
 	// MaxBody limits request bodies (413 beyond); zero means DefaultMaxBody.
 	MaxBody int64
+	// MaxPendingBody bounds the body bytes all requests together hold
+	// before they are authenticated (503 beyond); zero means
+	// DefaultMaxPendingBody. It is raised to MaxBody if lower.
+	MaxPendingBody int64
 	// Ready reports whether the store answers; /readyz calls it.
 	Ready  func(context.Context) error
 	Logger *slog.Logger
@@ -46,6 +59,7 @@ type Handler struct {
 	sources   map[string]*source.Source
 	committer *Committer
 	maxBody   int64
+	pending   *semaphore.Weighted // body bytes held before authentication
 	ready     func(context.Context) error
 	log       *slog.Logger
 	metrics   *metrics.Metrics
@@ -76,6 +90,11 @@ func NewHandler(opts Options) *Handler {
 	if h.maxBody <= 0 {
 		h.maxBody = DefaultMaxBody
 	}
+	maxPending := opts.MaxPendingBody
+	if maxPending <= 0 {
+		maxPending = DefaultMaxPendingBody
+	}
+	h.pending = semaphore.NewWeighted(max(maxPending, h.maxBody))
 	if h.log == nil {
 		h.log = slog.New(slog.DiscardHandler)
 	}
@@ -119,6 +138,9 @@ type requestError struct {
 	msg        string
 	retryAfter time.Duration
 	err        error
+	// uncounted: the request was turned away before its source could
+	// judge it, so it counts under no outcome.
+	uncounted bool
 }
 
 func (e *requestError) Error() string { return e.msg }
@@ -144,8 +166,8 @@ func (h *Handler) intake(w http.ResponseWriter, r *http.Request) {
 	name := r.PathValue("source")
 	src := h.sources[name]
 	status, resp, err := h.accept(w, r, src)
+	var re *requestError
 	if err != nil {
-		var re *requestError
 		if !errors.As(err, &re) {
 			re = &requestError{status: http.StatusInternalServerError, msg: "internal error", err: err}
 		}
@@ -160,7 +182,7 @@ func (h *Handler) intake(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	writeResponse(w, src, status, resp)
-	if src != nil {
+	if src != nil && (re == nil || !re.uncounted) {
 		h.received[name].count(status, resp)
 	}
 	if h.log.Enabled(r.Context(), slog.LevelDebug) {
@@ -215,6 +237,19 @@ func (h *Handler) accept(w http.ResponseWriter, r *http.Request, src *source.Sou
 		return 0, Response{}, &requestError{status: http.StatusUnsupportedMediaType,
 			msg: fmt.Sprintf("Content-Encoding %q is not accepted; send the body unencoded", enc)}
 	}
+	// Until the request is authenticated its body is a stranger's; all of
+	// them together hold at most the pending budget, each counted at the
+	// most it may send.
+	weight := h.maxBody
+	if r.ContentLength >= 0 {
+		weight = min(weight, r.ContentLength)
+	}
+	if !h.pending.TryAcquire(weight) {
+		return 0, Response{}, &requestError{status: http.StatusServiceUnavailable, msg: "too many requests in progress, retry later",
+			retryAfter: busyRetryAfter, uncounted: true}
+	}
+	release := sync.OnceFunc(func() { h.pending.Release(weight) })
+	defer release()
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, h.maxBody))
 	if err != nil {
 		var tooBig *http.MaxBytesError
@@ -224,7 +259,9 @@ func (h *Handler) accept(w http.ResponseWriter, r *http.Request, src *source.Sou
 		}
 		return 0, Response{}, &requestError{status: http.StatusBadRequest, msg: "reading body: " + err.Error(), err: err}
 	}
-	if err := src.Authenticate(r, body); err != nil {
+	err = src.Authenticate(r, body)
+	release()
+	if err != nil {
 		return 0, Response{}, &requestError{status: http.StatusUnauthorized, msg: err.Error(), err: err}
 	}
 	tenant := r.PathValue("tenant")

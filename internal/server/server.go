@@ -80,6 +80,12 @@ func New(cfg config.Config, opts Options) (*Server, error) {
 		if err != nil {
 			return nil, fmt.Errorf("source %s: %w", sc.Name, err)
 		}
+		if sc.Provider == config.ProviderSalesforce && sc.Token.IsZero() {
+			// Salesforce signs nothing: without a token, anyone who knows the
+			// organization id can post messages, and each costs an XML parse.
+			s.log.Warn("salesforce source without a token: anyone who knows the organization id can post to it",
+				"source", sc.Name)
+		}
 		s.sources = append(s.sources, src)
 	}
 	wsources, err := workerSources(cfg, opts)
@@ -101,9 +107,11 @@ func New(cfg config.Config, opts Options) (*Server, error) {
 		Sources:   s.sources,
 		Committer: s.committer,
 		MaxBody:   int64(cfg.MaxBody),
-		Ready:     func(ctx context.Context) error { return s.store.DB().PingContext(ctx) },
-		Logger:    s.log,
-		Metrics:   s.metrics,
+		// Zero (a configuration built in code) takes the intake default.
+		MaxPendingBody: int64(cfg.Limits.MaxPendingBody),
+		Ready:          func(ctx context.Context) error { return s.store.DB().PingContext(ctx) },
+		Logger:         s.log,
+		Metrics:        s.metrics,
 	}))
 	mux.Handle("GET /metrics", s.metrics.Handler())
 	if token := cfg.Admin.Token.Value(); token != "" {
@@ -236,8 +244,12 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		IdleTimeout:       2 * time.Minute,
 		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
 	}
+	maxConns := s.cfg.Limits.MaxConnections
+	if maxConns <= 0 {
+		maxConns = config.DefaultMaxConnections
+	}
 	served := make(chan error, 1)
-	go func() { served <- srv.Serve(ln) }()
+	go func() { served <- srv.Serve(newLimitListener(ln, maxConns)) }()
 	var err error
 	select {
 	case err = <-served:
