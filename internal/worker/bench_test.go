@@ -94,12 +94,16 @@ func bench(b *testing.B, workers, healthy int, hanging bool, process func(contex
 	for i := range healthy {
 		dests = append(dests, worker.Destination{
 			Destination: deliver.Destination{Name: fmt.Sprint("app", i), URL: app.URL, Timeout: 10 * time.Second},
+			// Workers apply their batches concurrently, so an event may
+			// find its entity already at a newer version: stale, and
+			// delivered only to on: all destinations.
+			On: worker.OnAll,
 		})
 	}
 	if hanging {
 		dests = append(dests, worker.Destination{
 			Destination: deliver.Destination{Name: "stuck", URL: stuck.URL, Timeout: time.Second},
-			PauseAfter:  5,
+			On:          worker.OnAll, PauseAfter: 5,
 		})
 	}
 	pool, err := worker.New(worker.Options{

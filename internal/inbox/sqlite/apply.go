@@ -51,11 +51,11 @@ func (s *Store) Apply(ctx context.Context, events []inbox.Event) ([]inbox.Applie
 
 	out := make([]inbox.Applied, len(events))
 	err := s.write(ctx, "apply", func(tx *sql.Tx) error {
-		stored, err := readApplyRows(ctx, tx, ids)
+		stored, err := s.readApplyRows(ctx, tx, ids)
 		if err != nil {
 			return err
 		}
-		a, err := newApplier(ctx, tx, s.now().UnixNano())
+		a, err := newApplier(ctx, tx, &s.stmts, s.now().UnixNano())
 		if err != nil {
 			return err
 		}
@@ -83,13 +83,16 @@ func (s *Store) Apply(ctx context.Context, events []inbox.Event) ([]inbox.Applie
 }
 
 // readApplyRows reads the entity fields and recorded results of ids.
-func readApplyRows(ctx context.Context, tx *sql.Tx, ids []int64) (map[int64]*applyRow, error) {
+func (s *Store) readApplyRows(ctx context.Context, tx *sql.Tx, ids []int64) (map[int64]*applyRow, error) {
 	rows := make(map[int64]*applyRow, len(ids))
+	read, err := s.stmts.in(ctx, tx, `SELECT id, tenant, entity_type, entity_id, entity_version,
+		entity_order, entity_state, apply_outcome, apply_from, apply_to, apply_transition
+		FROM events WHERE id IN (SELECT value FROM json_each(?))`)
+	if err != nil {
+		return nil, err
+	}
 	for lo := 0; lo < len(ids); lo += idChunk {
-		chunk := ids[lo:min(lo+idChunk, len(ids))]
-		got, err := tx.QueryContext(ctx, `SELECT id, tenant, entity_type, entity_id, entity_version,
-			entity_order, entity_state, apply_outcome, apply_from, apply_to, apply_transition
-			FROM events WHERE id IN (`+placeholders(len(chunk))+`)`, int64Args(chunk)...)
+		got, err := read.QueryContext(ctx, idList(ids[lo:min(lo+idChunk, len(ids))]))
 		if err != nil {
 			return nil, err
 		}
@@ -129,21 +132,21 @@ type applier struct {
 	heads                map[entityKey]entityHead
 }
 
-func newApplier(ctx context.Context, tx *sql.Tx, now int64) (*applier, error) {
+func newApplier(ctx context.Context, tx *sql.Tx, cache *stmtCache, now int64) (*applier, error) {
 	a := &applier{ctx: ctx, now: now, heads: map[entityKey]entityHead{}}
 	var err error
-	if a.read, err = tx.PrepareContext(ctx, `SELECT ord, state FROM entities
+	if a.read, err = cache.in(ctx, tx, `SELECT ord, state FROM entities
 		WHERE tenant = ? AND type = ? AND id = ?`); err != nil {
 		return nil, err
 	}
-	if a.upsert, err = tx.PrepareContext(ctx, `INSERT INTO entities
+	if a.upsert, err = cache.in(ctx, tx, `INSERT INTO entities
 		(tenant, type, id, version, ord, state, event_id, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT (tenant, type, id) DO UPDATE SET version = excluded.version, ord = excluded.ord,
 		state = excluded.state, event_id = excluded.event_id, updated_at = excluded.updated_at`); err != nil {
 		a.close()
 		return nil, err
 	}
-	if a.record, err = tx.PrepareContext(ctx, `UPDATE events SET apply_outcome = ?, apply_from = ?,
+	if a.record, err = cache.in(ctx, tx, `UPDATE events SET apply_outcome = ?, apply_from = ?,
 		apply_to = ?, apply_transition = ? WHERE id = ?`); err != nil {
 		a.close()
 		return nil, err

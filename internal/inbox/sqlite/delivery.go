@@ -81,7 +81,7 @@ func (s *Store) Dispatch(ctx context.Context, owner string, lane inbox.Lane, don
 		if n <= 0 {
 			return nil
 		}
-		tasks, err := leaseDeliveries(ctx, tx, owner, lane, n, now, after(now, d))
+		tasks, err := s.leaseDeliveries(ctx, tx, owner, lane, n, now, after(now, d))
 		out.Tasks = tasks
 		return err
 	})
@@ -98,20 +98,20 @@ func (s *Store) recordDone(ctx context.Context, tx *sql.Tx, owner string, done [
 	if len(done) == 0 {
 		return nil
 	}
-	logged, err := tx.PrepareContext(ctx, `INSERT INTO attempts
+	logged, err := s.stmts.in(ctx, tx, `INSERT INTO attempts
 		(event_id, destination, at, duration, code, error, body) VALUES (?, ?, ?, ?, ?, ?, ?)`)
 	if err != nil {
 		return err
 	}
 	defer logged.Close()
-	update, err := tx.PrepareContext(ctx, `UPDATE deliveries SET status = ?, attempts = attempts + 1,
+	update, err := s.stmts.in(ctx, tx, `UPDATE deliveries SET status = ?, attempts = attempts + 1,
 		next_attempt_at = ?, code = ?, error = ?, at = ?, lease_owner = '', lease_until = 0
 		WHERE event_id = ? AND destination = ? AND lease_owner = ? AND status = 'pending'`)
 	if err != nil {
 		return err
 	}
 	defer update.Close()
-	settled := &settler{tx: tx}
+	settled := &settler{tx: tx, cache: &s.stmts}
 	defer settled.close()
 	for _, dn := range done {
 		a := dn.Attempt
@@ -150,11 +150,11 @@ func (s *Store) recordDone(ctx context.Context, tx *sql.Tx, owner string, done [
 	return nil
 }
 
-// settler settles events in one transaction. Its statements are prepared
-// on first use and then serve every event of the transaction: preparing
-// them for each event cost more than running them.
+// settler settles events in one transaction, with statements taken from
+// cache on first use.
 type settler struct {
 	tx         *sql.Tx
+	cache      *stmtCache
 	count, end *sql.Stmt
 }
 
@@ -172,13 +172,13 @@ func (s *settler) close() {
 func (s *settler) settle(ctx context.Context, id, now int64) (*inbox.Settled, error) {
 	if s.count == nil {
 		var err error
-		if s.count, err = s.tx.PrepareContext(ctx, `SELECT
+		if s.count, err = s.cache.in(ctx, s.tx, `SELECT
 				coalesce(sum(status = 'pending'), 0), coalesce(sum(status = 'failed'), 0),
 				group_concat(CASE WHEN status = 'failed' THEN destination || ': ' || error END, '; ')
 			FROM (SELECT status, destination, error FROM deliveries WHERE event_id = ? ORDER BY destination)`); err != nil {
 			return nil, err
 		}
-		if s.end, err = s.tx.PrepareContext(ctx, `UPDATE events SET status = ?, last_error = ?, processed_at = ?
+		if s.end, err = s.cache.in(ctx, s.tx, `UPDATE events SET status = ?, last_error = ?, processed_at = ?
 			WHERE id = ? AND status = 'delivering' RETURNING source`); err != nil {
 			return nil, err
 		}
@@ -215,8 +215,12 @@ const laneLease = `UPDATE deliveries SET lease_owner = ?, lease_until = ?
 
 // leaseDeliveries leases up to n due deliveries of lane until `until` and
 // returns them with their events, in event id order.
-func leaseDeliveries(ctx context.Context, tx *sql.Tx, owner string, lane inbox.Lane, n int, now, until int64) ([]inbox.Task, error) {
-	rows, err := tx.QueryContext(ctx, laneLease, owner, until, lane.Destination, lane.Source, lane.Destination, now, now, n)
+func (s *Store) leaseDeliveries(ctx context.Context, tx *sql.Tx, owner string, lane inbox.Lane, n int, now, until int64) ([]inbox.Task, error) {
+	lease, err := s.stmts.in(ctx, tx, laneLease)
+	if err != nil {
+		return nil, err
+	}
+	rows, err := lease.QueryContext(ctx, owner, until, lane.Destination, lane.Source, lane.Destination, now, now, n)
 	if err != nil {
 		return nil, err
 	}
@@ -238,7 +242,11 @@ func leaseDeliveries(ctx context.Context, tx *sql.Tx, owner string, lane inbox.L
 	for i, t := range tasks {
 		ids[i] = t.Delivery.EventID
 	}
-	evs, err := tx.QueryContext(ctx, `SELECT `+columns+` FROM events WHERE id IN (`+placeholders(len(ids))+`) ORDER BY id`, int64Args(ids)...)
+	read, err := s.stmts.in(ctx, tx, eventsByID)
+	if err != nil {
+		return nil, err
+	}
+	evs, err := read.QueryContext(ctx, idList(ids))
 	if err != nil {
 		return nil, err
 	}
