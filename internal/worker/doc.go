@@ -1,7 +1,11 @@
-// Package worker turns the inbox into deliveries: a pool of workers leases
+// Package worker turns the inbox into deliveries. A pool of workers leases
 // batches of due events, validates each against its source's JSON Schema,
 // applies the batch's entities in one transaction (order-safe, recorded
-// once), delivers every event to the destinations it is for, and records a
-// per-event outcome: processed, retry at a time, or dead with a reason. One
-// event's failure never holds back the rest of its batch.
+// once) and finishes each event: dead (invalid), retry (processing
+// failed), or delivering to the destinations it is for. One dispatcher per
+// lane (a destination of a source) then leases that lane's due deliveries,
+// up to its max_in_flight, makes them, and records each attempt; each
+// delivery retries on its own schedule, and a lane that keeps failing is
+// paused and probed. One event's failure never holds back the rest of its
+// batch, and one destination never delays another.
 package worker

@@ -8,7 +8,10 @@
 // error, when it was processed, and the recorded result of applying it
 // (apply_outcome, apply_from, apply_to, apply_transition). entities holds
 // the newest state of each (tenant, type, id); deliveries one row per
-// (event, destination); counters the intake outcomes per source;
+// (event, destination) with its own status, attempts, next attempt and
+// lease; attempts every delivery attempt (the attempt log); lanes the
+// state of each (source, destination); counters the intake outcomes per
+// source;
 // status_counts the events per source and status, kept by triggers so that
 // [Store.Stats] reads a few rows however many events are kept. All times
 // are Unix nanoseconds. [New] creates what is missing and adds the
@@ -30,10 +33,12 @@
 // the same event. Within a process the store's writes also queue on a
 // channel, so goroutines wait their turn without polling the lock.
 //
-// [Store.RecordDelivery] is a group commit: workers record each delivery
-// as soon as it is answered, many at once, and the calls that arrive while
-// one transaction is under way share the next, so recording costs one
-// fsync per group rather than per delivery.
+// [Store.Dispatch] records a lane's ended attempts and leases its next due
+// deliveries in one transaction, walking the partial index deliveries_due
+// (pending deliveries by source, destination and due time); a lane records
+// attempts that end close together in one call, so recording costs one
+// fsync per group rather than per delivery. Statements are prepared once
+// on the database and taken into each transaction.
 //
 // # Apply
 //

@@ -16,8 +16,8 @@ var (
 	// finish events that were never leased.
 	ErrNoOwner = errors.New("inbox/sqlite: lease owner is empty")
 	// ErrBadResult is returned by Finish for a result whose status is not
-	// processed, retry or dead, and by RecordDelivery for an unknown
-	// delivery status.
+	// processed, retry or dead, and by Dispatch for an unknown delivery
+	// status.
 	ErrBadResult = errors.New("inbox/sqlite: invalid status")
 )
 
