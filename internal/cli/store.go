@@ -2,11 +2,11 @@ package cli
 
 import (
 	"flag"
-	"fmt"
 	"os"
 
+	"github.com/hookgate/hookgate/internal/backend"
 	"github.com/hookgate/hookgate/internal/config"
-	inboxsqlite "github.com/hookgate/hookgate/internal/inbox/sqlite"
+	"github.com/hookgate/hookgate/internal/inbox"
 )
 
 // storeOpts are the flags every command that opens the store shares.
@@ -38,16 +38,12 @@ func (o *storeOpts) config() (cfg config.Config, demo bool, err error) {
 }
 
 // openConfig opens the store cfg names.
-func (o *storeOpts) openConfig(cfg config.Config) (*inboxsqlite.Store, error) {
-	path := cfg.SQLitePath()
-	if path == "" {
-		return nil, fmt.Errorf("database %q: only sqlite:PATH is supported", cfg.Database)
-	}
-	return inboxsqlite.Open(path, inboxsqlite.Options{})
+func (o *storeOpts) openConfig(cfg config.Config) (inbox.Backend, error) {
+	return backend.Open(cfg.Database, backend.Options{})
 }
 
 // open loads the configuration and opens its store.
-func (o *storeOpts) open() (*inboxsqlite.Store, error) {
+func (o *storeOpts) open() (inbox.Backend, error) {
 	cfg, _, err := o.config()
 	if err != nil {
 		return nil, err

@@ -340,6 +340,17 @@ func (e *LostError) Error() string {
 // Is makes errors.Is(err, ErrNotOwner) true.
 func (e *LostError) Is(target error) bool { return target == ErrNotOwner }
 
+// Backend is an opened inbox: its Store, and what the gateway needs of the
+// database behind it. internal/backend opens one from the database
+// setting; nothing above this package names a backend's type.
+type Backend interface {
+	Store
+	// Ping reports whether the database answers; readiness is Ping.
+	Ping(ctx context.Context) error
+	// Close releases the database.
+	Close() error
+}
+
 // Store is a durable inbox. Implementations are safe for concurrent use.
 type Store interface {
 	// Accept claims the items' keys, stores the new events and commits the

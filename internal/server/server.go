@@ -13,7 +13,7 @@ import (
 	"github.com/hookgate/hookgate/internal/admin"
 	"github.com/hookgate/hookgate/internal/config"
 	"github.com/hookgate/hookgate/internal/deliver"
-	inboxsqlite "github.com/hookgate/hookgate/internal/inbox/sqlite"
+	"github.com/hookgate/hookgate/internal/inbox"
 	"github.com/hookgate/hookgate/internal/intake"
 	"github.com/hookgate/hookgate/internal/metrics"
 	"github.com/hookgate/hookgate/internal/source"
@@ -30,7 +30,7 @@ const ShutdownGrace = 30 * time.Second
 // for production backoffs.
 type Options struct {
 	// Store is the opened inbox; the Server does not close it.
-	Store *inboxsqlite.Store
+	Store inbox.Backend
 	// Logger receives the server's logs; nil discards them.
 	Logger *slog.Logger
 	// Now is the clock of verification and processing; nil means time.Now.
@@ -50,7 +50,7 @@ type Options struct {
 // Server is a configured gateway.
 type Server struct {
 	cfg       config.Config
-	store     *inboxsqlite.Store
+	store     inbox.Backend
 	log       *slog.Logger
 	now       func() time.Time
 	sources   []*source.Source
@@ -109,7 +109,7 @@ func New(cfg config.Config, opts Options) (*Server, error) {
 		MaxBody:   int64(cfg.MaxBody),
 		// Zero (a configuration built in code) takes the intake default.
 		MaxPendingBody: int64(cfg.Limits.MaxPendingBody),
-		Ready:          func(ctx context.Context) error { return s.store.DB().PingContext(ctx) },
+		Ready:          s.store.Ping,
 		Logger:         s.log,
 		Metrics:        s.metrics,
 	}))
