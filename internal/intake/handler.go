@@ -18,6 +18,7 @@ import (
 
 	"github.com/hookgate/hookgate/dedupe"
 	"github.com/hookgate/hookgate/internal/inbox"
+	"github.com/hookgate/hookgate/internal/lograte"
 	"github.com/hookgate/hookgate/internal/metrics"
 	"github.com/hookgate/hookgate/internal/source"
 )
@@ -62,9 +63,12 @@ type Handler struct {
 	pending   *semaphore.Weighted // body bytes held before authentication
 	ready     func(context.Context) error
 	log       *slog.Logger
-	metrics   *metrics.Metrics
-	received  map[string]*receivedCounters
-	mux       *http.ServeMux
+	// errs writes the error lines a flood could repeat (every request
+	// refused while the store is down) at a bounded rate.
+	errs     *lograte.Logger
+	metrics  *metrics.Metrics
+	received map[string]*receivedCounters
+	mux      *http.ServeMux
 }
 
 // receivedCounters are one source's hookgate_events_received_total
@@ -98,6 +102,7 @@ func NewHandler(opts Options) *Handler {
 	if h.log == nil {
 		h.log = slog.New(slog.DiscardHandler)
 	}
+	h.errs = lograte.New(h.log)
 	h.received = make(map[string]*receivedCounters, len(opts.Sources))
 	for _, s := range opts.Sources {
 		h.sources[s.Name] = s
@@ -124,7 +129,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) { h.mux.Serv
 func (h *Handler) readyz(w http.ResponseWriter, r *http.Request) {
 	if h.ready != nil {
 		if err := h.ready(r.Context()); err != nil {
-			h.log.Error("not ready", "err", err)
+			h.errs.Error("not ready", "err", err)
 			http.Error(w, "store unavailable", http.StatusServiceUnavailable)
 			return
 		}
@@ -178,7 +183,7 @@ func (h *Handler) intake(w http.ResponseWriter, r *http.Request) {
 		}
 		if status >= 500 {
 			// The sender sees only re.msg; the log carries the cause.
-			h.log.Error("intake failed", "source", name, "status", status, "err", re.msg, "cause", errString(re.err))
+			h.errs.Error("intake failed", "source", name, "status", status, "err", re.msg, "cause", errString(re.err))
 		}
 	}
 	writeResponse(w, src, status, resp)

@@ -130,11 +130,11 @@ func (l *lane) run(ctx context.Context) {
 			tasks, err := l.dispatch(store, owner, pending, free)
 			switch {
 			case err != nil && stopping:
-				l.p.logs.error("recording deliveries at shutdown", "source", l.key.Source, "destination", l.key.Destination, "err", err)
+				l.p.logs.Error("recording deliveries at shutdown", "source", l.key.Source, "destination", l.key.Destination, "err", err)
 				pending = nil
 			case err != nil:
 				// Keep what ended, and try again after Idle.
-				l.p.logs.error("dispatching deliveries", "source", l.key.Source, "destination", l.key.Destination, "err", err)
+				l.p.logs.Error("dispatching deliveries", "source", l.key.Source, "destination", l.key.Destination, "err", err)
 				poll = false
 			default:
 				pending = pending[:0]

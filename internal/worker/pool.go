@@ -17,6 +17,7 @@ import (
 
 	"github.com/hookgate/hookgate/internal/deliver"
 	"github.com/hookgate/hookgate/internal/inbox"
+	"github.com/hookgate/hookgate/internal/lograte"
 )
 
 // Defaults of Options.
@@ -165,7 +166,7 @@ type Pool struct {
 	opts Options
 	wake chan struct{}
 	name string
-	logs *limitedLog
+	logs *lograte.Logger
 	// lanes by source and destination, and in a stable order.
 	lanes map[inbox.Lane]*lane
 	order []*lane
@@ -214,7 +215,7 @@ func New(opts Options) (*Pool, error) {
 		opts:  opts,
 		wake:  make(chan struct{}, opts.Workers),
 		name:  fmt.Sprintf("%s:%d:%x", host, os.Getpid(), rand.Uint32()),
-		logs:  newLimitedLog(opts.Logger),
+		logs:  lograte.New(opts.Logger),
 		lanes: map[inbox.Lane]*lane{},
 	}
 	names := slices.Sorted(maps.Keys(opts.Sources))
@@ -348,21 +349,21 @@ func (p *Pool) wakeLanes(src string, names []string) {
 // counts it, the log says which event and why.
 func (p *Pool) died(id int64, source, reason, msg string) {
 	p.observe(func() { p.opts.Observer.Dead(source, reason) })
-	p.logs.info("event dead", "event", id, "source", source, "reason", reason, "error", msg)
+	p.logs.Info("event dead", "event", id, "source", source, "reason", reason, "error", msg)
 }
 
 // lost reports results that were not recorded because their lease had
 // passed to another owner: that owner's outcome stands.
 func (p *Pool) lost(what string, ids []int64) {
 	p.observe(func() { p.opts.Observer.Lost(what, len(ids)) })
-	p.logs.warn("lease lost before recording; the new owner's outcome stands", "what", what, "events", ids)
+	p.logs.Warn("lease lost before recording; the new owner's outcome stands", "what", what, "events", ids)
 }
 
 // laneChanged records and logs a lane's new state.
 func (p *Pool) laneChanged(ctx context.Context, key inbox.Lane, was string, c circuit) {
 	st := inbox.LaneState{Lane: key, State: c.state, Failures: c.failures, Until: c.until, LastError: c.lastErr, Changed: c.changed}
 	if err := p.opts.Store.SetLaneState(ctx, st); err != nil {
-		p.logs.error("recording destination state", "source", key.Source, "destination", key.Destination, "err", err)
+		p.logs.Error("recording destination state", "source", key.Source, "destination", key.Destination, "err", err)
 	}
 	args := []any{"source", key.Source, "destination", key.Destination, "from", was, "to", c.state, "failures", c.failures}
 	if c.state == inbox.LanePaused {
@@ -371,5 +372,5 @@ func (p *Pool) laneChanged(ctx context.Context, key inbox.Lane, was string, c ci
 	if c.state != inbox.LaneHealthy {
 		args = append(args, "last_error", c.lastErr)
 	}
-	p.logs.info("destination state", args...)
+	p.logs.Info("destination state", args...)
 }
