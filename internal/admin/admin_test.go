@@ -19,6 +19,7 @@ import (
 	"github.com/hookgate/hookgate/dedupe/dedupetest"
 	"github.com/hookgate/hookgate/internal/admin"
 	"github.com/hookgate/hookgate/internal/inbox"
+	"github.com/hookgate/hookgate/internal/inbox/inboxfill"
 	"github.com/hookgate/hookgate/internal/inbox/sqlite"
 )
 
@@ -98,51 +99,23 @@ func (b *bundle) kill(reason string, ids ...int64) {
 	}
 }
 
-// route leases every due event, applies event id and finishes it
-// processed for dests, so that it is delivering with a pending delivery to
-// each; the clock moves on by a millisecond, past the others' lease.
+// route finishes event id processed for dests (inboxfill.Route); the
+// clock moves on by a millisecond, past the other events' lease.
 func (b *bundle) route(id int64, dests ...string) {
 	b.t.Helper()
 	defer b.clock.Advance(time.Millisecond)
-	ctx := b.t.Context()
-	evs, err := b.store.Lease(ctx, "test", 1000, time.Nanosecond)
-	if err != nil {
-		b.t.Fatal(err)
-	}
-	i := slices.IndexFunc(evs, func(e inbox.Event) bool { return e.ID == id })
-	if i < 0 {
-		b.t.Fatalf("event %d is not due", id)
-	}
-	if _, err := b.store.Apply(ctx, evs[i:i+1]); err != nil {
-		b.t.Fatal(err)
-	}
-	if err := b.store.Finish(ctx, "test", []inbox.Result{{ID: id, Status: inbox.StatusProcessed, Destinations: dests}}); err != nil {
-		b.t.Fatal(err)
-	}
+	inboxfill.Route(b.t, b.store, id, dests...)
 }
 
-// attempt leases the due deliveries of source's destination dest and
-// records one attempt on event id, 2 ms long, that ends in st (a pending
-// one is due again at once); the clock moves on by a second.
+// attempt records one attempt on event id to source's dest, 2 ms long,
+// that ends in st (a pending one is due again at once); the clock moves on
+// by a second.
 func (b *bundle) attempt(source, dest string, id int64, st inbox.DeliveryStatus, code int, msg string) {
 	b.t.Helper()
 	defer b.clock.Advance(time.Second)
-	ctx, lane := b.t.Context(), inbox.Lane{Source: source, Destination: dest}
-	got, err := b.store.Dispatch(ctx, "test", lane, nil, 1000, time.Nanosecond)
-	if err != nil {
-		b.t.Fatal(err)
-	}
-	if !slices.ContainsFunc(got.Tasks, func(task inbox.Task) bool { return task.Event.ID == id }) {
-		b.t.Fatalf("the delivery of event %d to %s is not due", id, dest)
-	}
-	done := inbox.Done{Status: st, Attempt: inbox.Attempt{EventID: id, Destination: dest, At: b.clock.Now(),
-		Duration: 2 * time.Millisecond, Code: code, Error: msg, Body: "answer: " + msg}}
-	if st == inbox.DeliveryPending {
-		done.NextAttemptAt = b.clock.Now()
-	}
-	if got, err = b.store.Dispatch(ctx, "test", lane, []inbox.Done{done}, 0, 0); err != nil || len(got.Lost) > 0 {
-		b.t.Fatalf("record the attempt: %v, lost %v", err, got.Lost)
-	}
+	now := b.clock.Now()
+	inboxfill.Attempt(b.t, b.store, inbox.Lane{Source: source, Destination: dest},
+		inbox.Attempt{EventID: id, At: now, Duration: 2 * time.Millisecond, Code: code, Error: msg, Body: "answer: " + msg}, st, now)
 }
 
 // do sends a request with the token and returns the status and body.

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -13,6 +12,7 @@ import (
 	"github.com/hookgate/hookgate/dedupe/dedupetest"
 	"github.com/hookgate/hookgate/internal/eventview"
 	"github.com/hookgate/hookgate/internal/inbox"
+	"github.com/hookgate/hookgate/internal/inbox/inboxfill"
 	"github.com/hookgate/hookgate/internal/inbox/sqlite"
 )
 
@@ -162,27 +162,14 @@ func (b *bundle) process(dests ...string) {
 	}
 }
 
-// attempt leases the due deliveries of source's dest and records one
-// attempt of event id that ends in st; the clock moves on a second.
+// attempt records one attempt of event id to source's dest that ends in
+// st (a pending one is due again at once); the clock moves on a second.
 func (b *bundle) attempt(source, dest string, id int64, st inbox.DeliveryStatus, code int, msg string) {
 	b.t.Helper()
 	defer b.clock.Advance(time.Second)
-	ctx, lane := b.t.Context(), inbox.Lane{Source: source, Destination: dest}
-	got, err := b.store.Dispatch(ctx, "d", lane, nil, 100, time.Minute)
-	if err != nil {
-		b.t.Fatal(err)
-	}
-	if !slices.ContainsFunc(got.Tasks, func(task inbox.Task) bool { return task.Event.ID == id }) {
-		b.t.Fatalf("delivery of %d to %s not due", id, dest)
-	}
-	done := inbox.Done{Status: st, Attempt: inbox.Attempt{EventID: id, Destination: dest, At: b.clock.Now(),
-		Duration: 1500 * time.Microsecond, Code: code, Error: msg, Body: "body: " + msg}}
-	if st == inbox.DeliveryPending {
-		done.NextAttemptAt = b.clock.Now()
-	}
-	if got, err = b.store.Dispatch(ctx, "d", lane, []inbox.Done{done}, 0, 0); err != nil || len(got.Lost) > 0 {
-		b.t.Fatalf("record attempt: %v, lost %v", err, got.Lost)
-	}
+	now := b.clock.Now()
+	inboxfill.Attempt(b.t, b.store, inbox.Lane{Source: source, Destination: dest},
+		inbox.Attempt{EventID: id, At: now, Duration: 1500 * time.Microsecond, Code: code, Error: msg, Body: "body: " + msg}, st, now)
 }
 
 func TestLoad(t *testing.T) {
