@@ -1,0 +1,251 @@
+package postgres
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
+
+	"github.com/hookgate/hookgate/internal/inbox"
+)
+
+// applyRow is what Apply reads of a stored event: its entity fields and
+// the result recorded by an earlier Apply.
+type applyRow struct {
+	key      entityKey
+	version  string
+	order    int64
+	state    string
+	recorded *inbox.Applied
+}
+
+// entityKey names one entity.
+type entityKey struct{ tenant, typ, id string }
+
+// entityHead is what the version guard compares against, and what Apply
+// writes back.
+type entityHead struct {
+	found, dirty bool
+	version      string
+	order        int64
+	state        string
+	event        int64
+}
+
+// Apply implements inbox.Store. The entity fields are read from the stored
+// events, not from the arguments, so only the events' ids matter; an
+// unknown id fails the whole call with inbox.ErrNotFound.
+//
+// Workers on several nodes may apply events of one entity at once, so
+// the transaction first takes an advisory lock per entity it writes, in
+// one sorted order (no deadlock between batches), and only then reads the
+// entities: the version guard compares against the newest committed
+// state. The results are computed in id order in memory and written with
+// one statement for the entities and one for the events.
+func (s *Store) Apply(ctx context.Context, events []inbox.Event) ([]inbox.Applied, error) {
+	if len(events) == 0 {
+		return nil, nil
+	}
+	ids := make([]int64, len(events))
+	for i := range events {
+		ids[i] = events[i].ID
+	}
+	order := make([]int, len(events))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(ids[a], ids[b]) })
+
+	out := make([]inbox.Applied, len(events))
+	err := s.tx(ctx, "apply", func(tx pgx.Tx) error {
+		stored, err := readApplyRows(ctx, tx, ids)
+		if err != nil {
+			return err
+		}
+		heads := map[entityKey]*entityHead{}
+		for _, id := range ids {
+			row, ok := stored[id]
+			if !ok {
+				return callerError{fmt.Errorf("%w: %d", inbox.ErrNotFound, id)}
+			}
+			if row.recorded == nil && row.key.id != "" {
+				heads[row.key] = &entityHead{}
+			}
+		}
+		if err := readHeads(ctx, tx, heads); err != nil {
+			return err
+		}
+		var rec records
+		for _, i := range order {
+			row := stored[ids[i]]
+			if row.recorded == nil {
+				res := decide(ids[i], row, heads[row.key])
+				row.recorded = &res
+				rec.add(ids[i], res)
+			}
+			out[i] = *row.recorded
+		}
+		if err := writeHeads(ctx, tx, s.clock(), heads); err != nil {
+			return err
+		}
+		return rec.save(ctx, tx)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// decide runs the version guard for event id against head (nil for an
+// event without entity) and moves head on when the event is newer.
+func decide(id int64, r *applyRow, head *entityHead) inbox.Applied {
+	if head == nil {
+		return inbox.Applied{Outcome: inbox.ApplyNone}
+	}
+	if head.found && r.order <= head.order {
+		return inbox.Applied{Outcome: inbox.ApplyStale, From: head.state, To: head.state}
+	}
+	res := inbox.Applied{Outcome: inbox.ApplyUnchanged, From: head.state, To: r.state}
+	if head.state != r.state {
+		res.Outcome, res.Transition = inbox.ApplyApplied, true
+	}
+	*head = entityHead{found: true, dirty: true, version: r.version, order: r.order, state: r.state, event: id}
+	return res
+}
+
+// readApplyRows reads the entity fields and recorded results of ids,
+// locking the events in id order so that two transactions applying one
+// event take turns and the second sees the first's recorded result.
+func readApplyRows(ctx context.Context, tx pgx.Tx, ids []int64) (map[int64]*applyRow, error) {
+	rows, err := tx.Query(ctx, `SELECT id, tenant, entity_type, entity_id, entity_version,
+		entity_order, entity_state, apply_outcome, apply_from, apply_to, apply_transition
+		FROM inbox_events WHERE id = ANY($1) ORDER BY id FOR UPDATE`, ids)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := make(map[int64]*applyRow, len(ids))
+	for rows.Next() {
+		var (
+			id      int64
+			r       applyRow
+			applied inbox.Applied
+			outcome string
+		)
+		if err := rows.Scan(&id, &r.key.tenant, &r.key.typ, &r.key.id, &r.version, &r.order, &r.state,
+			&outcome, &applied.From, &applied.To, &applied.Transition); err != nil {
+			return nil, err
+		}
+		if outcome != "" {
+			applied.Outcome = inbox.ApplyOutcome(outcome)
+			r.recorded = &applied
+		}
+		out[id] = &r
+	}
+	return out, rows.Err()
+}
+
+// readHeads locks the entities of heads and reads the stored ones.
+func readHeads(ctx context.Context, tx pgx.Tx, heads map[entityKey]*entityHead) error {
+	if len(heads) == 0 {
+		return nil
+	}
+	var tenants, types, ids []string
+	for k := range heads {
+		tenants, types, ids = append(tenants, k.tenant), append(types, k.typ), append(ids, k.id)
+	}
+	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(k) FROM (
+		SELECT DISTINCT hashtextextended(t || chr(1) || y || chr(1) || i, 0) AS k
+		FROM unnest($1::text[], $2::text[], $3::text[]) AS e(t, y, i) ORDER BY k) AS locks`,
+		tenants, types, ids); err != nil {
+		return err
+	}
+	rows, err := tx.Query(ctx, `SELECT tenant, type, id, version, ord, state, event_id FROM inbox_entities
+		WHERE (tenant, type, id) IN (SELECT * FROM unnest($1::text[], $2::text[], $3::text[]))`, tenants, types, ids)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var (
+			k entityKey
+			h = entityHead{found: true}
+		)
+		if err := rows.Scan(&k.tenant, &k.typ, &k.id, &h.version, &h.order, &h.state, &h.event); err != nil {
+			return err
+		}
+		*heads[k] = h
+	}
+	return rows.Err()
+}
+
+// writeHeads upserts the entities Apply moved on, in one statement.
+func writeHeads(ctx context.Context, tx pgx.Tx, now any, heads map[entityKey]*entityHead) error {
+	var (
+		tenants, types, ids, versions, states []string
+		orders, events                        []int64
+	)
+	for k, h := range heads {
+		if !h.dirty {
+			continue
+		}
+		tenants, types, ids = append(tenants, k.tenant), append(types, k.typ), append(ids, k.id)
+		versions, orders, states, events = append(versions, h.version), append(orders, h.order), append(states, h.state), append(events, h.event)
+	}
+	if len(ids) == 0 {
+		return nil
+	}
+	_, err := tx.Exec(ctx, `INSERT INTO inbox_entities (tenant, type, id, version, ord, state, event_id, updated_at)
+		SELECT t, y, i, v, o, s, e, coalesce($1::timestamptz, now())
+		FROM unnest($2::text[], $3::text[], $4::text[], $5::text[], $6::bigint[], $7::text[], $8::bigint[]) AS u(t, y, i, v, o, s, e)
+		ON CONFLICT (tenant, type, id) DO UPDATE SET version = excluded.version, ord = excluded.ord,
+		state = excluded.state, event_id = excluded.event_id, updated_at = excluded.updated_at`,
+		now, tenants, types, ids, versions, orders, states, events)
+	return err
+}
+
+// records are Apply results to record on their events.
+type records struct {
+	ids                  []int64
+	outcomes, froms, tos []string
+	transitions          []bool
+}
+
+func (r *records) add(id int64, a inbox.Applied) {
+	r.ids, r.outcomes, r.froms, r.tos = append(r.ids, id), append(r.outcomes, string(a.Outcome)), append(r.froms, a.From), append(r.tos, a.To)
+	r.transitions = append(r.transitions, a.Transition)
+}
+
+// save records the results in one statement.
+func (r *records) save(ctx context.Context, tx pgx.Tx) error {
+	if len(r.ids) == 0 {
+		return nil
+	}
+	_, err := tx.Exec(ctx, `UPDATE inbox_events e SET apply_outcome = r.outcome, apply_from = r.from_state,
+		apply_to = r.to_state, apply_transition = r.transition
+		FROM unnest($1::bigint[], $2::text[], $3::text[], $4::text[], $5::boolean[]) AS r(id, outcome, from_state, to_state, transition)
+		WHERE e.id = r.id`, r.ids, r.outcomes, r.froms, r.tos, r.transitions)
+	return err
+}
+
+// Entity implements inbox.Store.
+func (s *Store) Entity(ctx context.Context, tenant, typ, id string) (inbox.Entity, error) {
+	e := inbox.Entity{Tenant: tenant, Type: typ, ID: id}
+	var updated pgtype.Timestamptz
+	err := s.pool.QueryRow(ctx, `SELECT version, ord, state, event_id, updated_at FROM inbox_entities
+		WHERE tenant = $1 AND type = $2 AND id = $3`, tenant, typ, id).
+		Scan(&e.Version, &e.Order, &e.State, &e.EventID, &updated)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return inbox.Entity{}, fmt.Errorf("inbox: entity %s: %w", strings.Join([]string{tenant, typ, id}, "/"), inbox.ErrNotFound)
+	}
+	if err != nil {
+		return inbox.Entity{}, fail(ctx, "entity", err)
+	}
+	e.UpdatedAt = fromTS(updated)
+	return e, nil
+}

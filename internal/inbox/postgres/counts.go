@@ -1,0 +1,52 @@
+package postgres
+
+import (
+	"cmp"
+	"context"
+	"slices"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/hookgate/hookgate/internal/inbox"
+)
+
+// counts are changes to inbox_counts, by source and counter.
+type counts map[[2]string]int64
+
+// move counts an event of source going from status was to status now.
+func (c counts) move(source string, was, now inbox.Status) {
+	if was == now {
+		return
+	}
+	c[[2]string{source, string(was)}]--
+	c[[2]string{source, string(now)}]++
+}
+
+// save adds the changes to this session's shard of inbox_counts, in one
+// statement. No other session writes that shard, so the upsert never waits
+// on another transaction; Sweep folds the shards of ended sessions only.
+func (c counts) save(ctx context.Context, tx pgx.Tx) error {
+	var (
+		sources, counters []string
+		deltas            []int64
+	)
+	keys := make([][2]string, 0, len(c))
+	for k, n := range c {
+		if n != 0 {
+			keys = append(keys, k)
+		}
+	}
+	if len(keys) == 0 {
+		return nil
+	}
+	slices.SortFunc(keys, func(a, b [2]string) int {
+		return cmp.Or(cmp.Compare(a[0], b[0]), cmp.Compare(a[1], b[1]))
+	})
+	for _, k := range keys {
+		sources, counters, deltas = append(sources, k[0]), append(counters, k[1]), append(deltas, c[k])
+	}
+	_, err := tx.Exec(ctx, `INSERT INTO inbox_counts (source, counter, shard, n)
+		SELECT source, counter, pg_backend_pid(), n FROM unnest($1::text[], $2::text[], $3::bigint[]) AS c(source, counter, n)
+		ON CONFLICT (source, counter, shard) DO UPDATE SET n = inbox_counts.n + excluded.n`, sources, counters, deltas)
+	return err
+}

@@ -1,0 +1,270 @@
+package postgres
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
+
+	"github.com/hookgate/hookgate/internal/inbox"
+)
+
+// deliveryColumns are what scanDelivery reads.
+const deliveryColumns = `event_id, destination, status, attempts, next_attempt_at, code, error, at`
+
+// Deliveries implements inbox.Store. Events without a delivery are absent
+// from the map.
+func (s *Store) Deliveries(ctx context.Context, ids []int64) (map[int64]map[string]inbox.Delivery, error) {
+	out := map[int64]map[string]inbox.Delivery{}
+	if len(ids) == 0 {
+		return out, nil
+	}
+	rows, err := s.pool.Query(ctx, `SELECT `+deliveryColumns+` FROM inbox_deliveries WHERE event_id = ANY($1)`, ids)
+	if err != nil {
+		return nil, fail(ctx, "deliveries", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		d, err := scanDelivery(rows)
+		if err != nil {
+			return nil, fail(ctx, "deliveries", err)
+		}
+		if out[d.EventID] == nil {
+			out[d.EventID] = map[string]inbox.Delivery{}
+		}
+		out[d.EventID][d.Destination] = d
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fail(ctx, "deliveries", err)
+	}
+	return out, nil
+}
+
+// scanDelivery reads deliveryColumns, followed by extra destinations.
+func scanDelivery(row pgx.Row, extra ...any) (inbox.Delivery, error) {
+	var (
+		d        inbox.Delivery
+		status   string
+		next, at pgtype.Timestamptz
+	)
+	err := row.Scan(append([]any{&d.EventID, &d.Destination, &status, &d.Attempts, &next, &d.Code, &d.Error, &at}, extra...)...)
+	d.Status, d.NextAttemptAt, d.At = inbox.DeliveryStatus(status), fromTS(next), fromTS(at)
+	return d, err
+}
+
+// Dispatch implements inbox.Store. A lane's dispatcher calls it each time
+// attempts end or slots free up, so one transaction records what finished
+// and takes what is due next.
+func (s *Store) Dispatch(ctx context.Context, owner string, lane inbox.Lane, done []inbox.Done, n int, d time.Duration) (inbox.Dispatched, error) {
+	if owner == "" {
+		return inbox.Dispatched{}, fmt.Errorf("inbox: dispatch: %w", ErrNoOwner)
+	}
+	for _, dn := range done {
+		switch dn.Status {
+		case inbox.DeliveryPending, inbox.DeliveryDelivered, inbox.DeliveryFailed:
+		default:
+			return inbox.Dispatched{}, fmt.Errorf("inbox: dispatch: event %d: %w %q", dn.Attempt.EventID, ErrBadResult, dn.Status)
+		}
+	}
+	if len(done) == 0 && n <= 0 {
+		return inbox.Dispatched{}, nil
+	}
+	var out inbox.Dispatched
+	err := s.tx(ctx, "dispatch", func(tx pgx.Tx) error {
+		out = inbox.Dispatched{}
+		if err := s.recordDone(ctx, tx, owner, done, &out); err != nil {
+			return err
+		}
+		if n <= 0 {
+			return nil
+		}
+		tasks, err := s.leaseDeliveries(ctx, tx, owner, lane, n, d)
+		out.Tasks = tasks
+		return err
+	})
+	if err != nil {
+		return inbox.Dispatched{}, err
+	}
+	return out, nil
+}
+
+// recordQuery logs the attempts ($2..$9, one element each) in their order
+// and updates the deliveries that $10 still leases, returning those.
+const recordQuery = `WITH clock AS (SELECT coalesce($1::timestamptz, now()) AS now),
+a AS (
+	SELECT * FROM unnest($2::bigint[], $3::text[], $4::timestamptz[], $5::bigint[], $6::integer[],
+		$7::text[], $8::text[], $9::text[], $11::timestamptz[]) WITH ORDINALITY
+	AS a(event_id, destination, at, duration, code, error, body, status, next_attempt_at, ord)
+), logged AS (
+	INSERT INTO inbox_attempts (event_id, destination, at, duration, code, error, body)
+	SELECT a.event_id, a.destination, CASE WHEN a.at = '-infinity' THEN clock.now ELSE a.at END,
+		a.duration, a.code, a.error, a.body
+	FROM a, clock ORDER BY a.ord
+)
+UPDATE inbox_deliveries d SET status = a.status, attempts = d.attempts + 1, next_attempt_at = a.next_attempt_at,
+	code = a.code, error = a.error, at = CASE WHEN a.at = '-infinity' THEN clock.now ELSE a.at END,
+	lease_owner = '', lease_until = '-infinity'
+FROM a, clock
+WHERE d.event_id = a.event_id AND d.destination = a.destination AND d.lease_owner = $10 AND d.status = 'pending'
+RETURNING d.event_id, d.destination`
+
+// recordDone records finished attempts: each goes to the attempt log; the
+// ones whose delivery owner still leases update it and may settle their
+// event.
+func (s *Store) recordDone(ctx context.Context, tx pgx.Tx, owner string, done []inbox.Done, out *inbox.Dispatched) error {
+	if len(done) == 0 {
+		return nil
+	}
+	n := len(done)
+	var (
+		ids                         = make([]int64, n)
+		dests, errs, bodies, states = make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+		ats, nexts                  = make([]pgtype.Timestamptz, n), make([]pgtype.Timestamptz, n)
+		durations                   = make([]int64, n)
+		codes                       = make([]int32, n)
+	)
+	for i, dn := range done {
+		a := dn.Attempt
+		var next time.Time
+		if dn.Status == inbox.DeliveryPending {
+			next = dn.NextAttemptAt
+		}
+		ids[i], dests[i], ats[i], durations[i], codes[i] = a.EventID, a.Destination, ts(a.At), int64(a.Duration), int32(a.Code)
+		errs[i], bodies[i], states[i], nexts[i] = a.Error, a.Body, string(dn.Status), ts(next)
+	}
+	rows, err := tx.Query(ctx, recordQuery, s.clock(), ids, dests, ats, durations, codes, errs, bodies, states, owner, nexts)
+	if err != nil {
+		return err
+	}
+	type delivery struct {
+		id   int64
+		dest string
+	}
+	updated := map[delivery]bool{}
+	for rows.Next() {
+		var d delivery
+		if err := rows.Scan(&d.id, &d.dest); err != nil {
+			rows.Close()
+			return err
+		}
+		updated[d] = true
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	var ended []int64
+	for i, dn := range done {
+		if !updated[delivery{ids[i], dests[i]}] {
+			out.Lost = append(out.Lost, ids[i])
+			continue
+		}
+		if dn.Status != inbox.DeliveryPending && !slices.Contains(ended, ids[i]) {
+			ended = append(ended, ids[i])
+		}
+	}
+	if len(ended) == 0 {
+		return nil
+	}
+	settled, err := s.settle(ctx, tx, ended)
+	if err != nil {
+		return err
+	}
+	// Report them in the order their attempts were handed in.
+	slices.SortFunc(settled, func(a, b inbox.Settled) int {
+		return cmp.Compare(slices.Index(ended, a.ID), slices.Index(ended, b.ID))
+	})
+	out.Settled = append(out.Settled, settled...)
+	return nil
+}
+
+// laneLease takes a lane's due deliveries and reads their events in one
+// statement. The inner SELECT walks the partial index inbox_deliveries_due
+// within the lane, soonest due first, and skips rows another dispatcher is
+// locking, as leaseQuery does for events.
+var laneLease = `WITH clock AS (SELECT coalesce($1::timestamptz, now()) AS now),
+due AS (
+	SELECT event_id FROM inbox_deliveries, clock
+	WHERE status = 'pending' AND source = $2 AND destination = $3
+	  AND next_attempt_at <= clock.now AND lease_until <= clock.now
+	ORDER BY next_attempt_at, event_id LIMIT $6
+	FOR UPDATE OF inbox_deliveries SKIP LOCKED
+), leased AS (
+	UPDATE inbox_deliveries d SET lease_owner = $4, lease_until = clock.now + $5::bigint * interval '1 microsecond'
+	FROM due, clock WHERE d.event_id = due.event_id AND d.destination = $3
+	RETURNING d.event_id, d.destination, d.status, d.attempts, d.next_attempt_at, d.code, d.error, d.at
+)
+SELECT ` + eventColumns + `, l.event_id, l.destination, l.status, l.attempts, l.next_attempt_at, l.code, l.error, l.at
+FROM leased l JOIN inbox_events e ON e.id = l.event_id
+ORDER BY e.id`
+
+// leaseDeliveries leases up to n due deliveries of lane for d and returns
+// them with their events, in event id order.
+func (s *Store) leaseDeliveries(ctx context.Context, tx pgx.Tx, owner string, lane inbox.Lane, n int, d time.Duration) ([]inbox.Task, error) {
+	rows, err := tx.Query(ctx, laneLease, s.clock(), lane.Source, lane.Destination, owner, micros(d), n)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var tasks []inbox.Task
+	for rows.Next() {
+		var t inbox.Task
+		var (
+			status   string
+			next, at pgtype.Timestamptz
+		)
+		dl := &t.Delivery
+		e, err := scanEvent(rows, &dl.EventID, &dl.Destination, &status, &dl.Attempts, &next, &dl.Code, &dl.Error, &at)
+		if err != nil {
+			return nil, err
+		}
+		t.Event = e
+		dl.Status, dl.NextAttemptAt, dl.At = inbox.DeliveryStatus(status), fromTS(next), fromTS(at)
+		tasks = append(tasks, t)
+	}
+	return tasks, rows.Err()
+}
+
+// Attempts implements inbox.Store.
+func (s *Store) Attempts(ctx context.Context, id int64) ([]inbox.Attempt, error) {
+	rows, err := s.pool.Query(ctx, `SELECT destination, at, duration, code, error, body
+		FROM inbox_attempts WHERE event_id = $1 ORDER BY seq`, id)
+	if err != nil {
+		return nil, fail(ctx, "attempts", err)
+	}
+	defer rows.Close()
+	var out []inbox.Attempt
+	for rows.Next() {
+		a := inbox.Attempt{EventID: id}
+		var (
+			at  pgtype.Timestamptz
+			dur int64
+		)
+		if err := rows.Scan(&a.Destination, &at, &dur, &a.Code, &a.Error, &a.Body); err != nil {
+			return nil, fail(ctx, "attempts", err)
+		}
+		a.At, a.Duration = fromTS(at), time.Duration(dur)
+		out = append(out, a)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fail(ctx, "attempts", err)
+	}
+	return out, nil
+}
+
+// SetLaneState implements inbox.Store.
+func (s *Store) SetLaneState(ctx context.Context, st inbox.LaneState) error {
+	_, err := s.pool.Exec(ctx, `INSERT INTO inbox_lanes
+		(source, destination, state, failures, until, last_error, changed_at) VALUES ($1, $2, $3, $4, $5, $6, $7)
+		ON CONFLICT (source, destination) DO UPDATE SET state = excluded.state, failures = excluded.failures,
+		until = excluded.until, last_error = excluded.last_error, changed_at = excluded.changed_at`,
+		st.Source, st.Destination, st.State, st.Failures, ts(st.Until), st.LastError, ts(st.Changed))
+	if err != nil {
+		return fail(ctx, "lane state", err)
+	}
+	return nil
+}

@@ -1,0 +1,50 @@
+// Package postgres keeps the inbox in PostgreSQL, so that several hookgate
+// nodes share one inbox: any node accepts, any node's workers process, and
+// the database decides every race between them.
+//
+// # Tables
+//
+// inbox_keys holds the dedupe key of each accepted event until its window
+// ends, inbox_digests the replay guard's digests likewise; inbox_events
+// every accepted event with its processing record (status, attempts, next
+// attempt, lease owner and expiry, last error, when processed, the
+// recorded apply result); inbox_entities the newest state of each
+// (tenant, type, id); inbox_deliveries one row per (event, destination)
+// with its own status, attempts, next attempt and lease; inbox_attempts
+// the attempt log; inbox_lanes the state of each (source, destination);
+// inbox_counts the event counts by status and the intake counts, per
+// source; inbox_settings named values. Every table starts with inbox_, so
+// the inbox can share a database with the public dedupe/postgres store.
+// Times are timestamptz, and '-infinity' stands for "none".
+//
+// [New] migrates the schema under an advisory lock, recording each
+// version in inbox_schema_migrations, so nodes that start at once apply
+// each version once.
+//
+// # One clock
+//
+// With [Options.Now] nil every statement reads the time from the
+// database's now(), so leases, windows, retries and retention are measured
+// on one clock whichever node writes them.
+//
+// # Several nodes
+//
+// [Store.Accept] writes a batch in one autocommitted statement: the
+// batch's keys go in with INSERT ... ON CONFLICT, and only the keys it
+// inserted (or took over from an expired window) get an event row. The
+// unique key is the arbiter: a copy that another node is inserting waits
+// on the index and becomes a duplicate once that node commits.
+//
+// [Store.Lease] and [Store.Dispatch] pick rows with FOR UPDATE SKIP
+// LOCKED, so leasers on any node get different events and deliveries
+// without waiting for each other; every lease-guarded write checks the
+// owner, and reports the results of a lease it lost as SQLite's inbox
+// does ([inbox.LostError], [inbox.Dispatched].Lost). Writes that lock
+// several rows of one kind lock them in one order (keys by hash, events by
+// id, entities by a sorted advisory lock), so concurrent transactions wait
+// for each other rather than deadlock.
+//
+// No row is written by every accept or every finish, which would make all
+// nodes take turns: counts are kept in shards, one per database session,
+// summed by [Store.Stats] and folded by [Store.Sweep].
+package postgres

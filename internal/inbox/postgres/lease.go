@@ -1,0 +1,238 @@
+package postgres
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
+
+	"github.com/hookgate/hookgate/internal/inbox"
+)
+
+// leaseQuery takes the due events in one statement. The inner SELECT walks
+// the partial index inbox_events_due in id order; FOR UPDATE SKIP LOCKED
+// passes over the rows another leaser is taking, so concurrent leasers, on
+// any node, each get different events without waiting for each other. A
+// row another leaser changed after this statement's snapshot is checked
+// again at its newest version, so a lease just taken is not taken twice.
+var leaseQuery = `WITH clock AS (SELECT coalesce($1::timestamptz, now()) AS now),
+due AS (
+	SELECT id FROM inbox_events, clock
+	WHERE status IN ('received', 'retry')
+	  AND (status = 'received' OR next_attempt_at <= clock.now)
+	  AND lease_until <= clock.now
+	ORDER BY id LIMIT $4
+	FOR UPDATE OF inbox_events SKIP LOCKED
+)
+UPDATE inbox_events e SET lease_owner = $2, lease_until = clock.now + $3::bigint * interval '1 microsecond',
+	attempts = attempts + 1
+FROM due, clock WHERE e.id = due.id
+RETURNING ` + eventColumns
+
+// Lease implements inbox.Store.
+func (s *Store) Lease(ctx context.Context, owner string, n int, d time.Duration) ([]inbox.Event, error) {
+	if owner == "" {
+		return nil, fmt.Errorf("inbox: lease: %w", ErrNoOwner)
+	}
+	if n <= 0 {
+		return nil, nil
+	}
+	rows, err := s.pool.Query(ctx, leaseQuery, s.clock(), owner, micros(d), n)
+	if err != nil {
+		return nil, fail(ctx, "lease", err)
+	}
+	events, err := collectEvents(rows)
+	if err != nil {
+		return nil, fail(ctx, "lease", err)
+	}
+	slices.SortFunc(events, func(a, b inbox.Event) int { return cmp.Compare(a.ID, b.ID) })
+	return events, nil
+}
+
+// finishQuery ends the processing attempts of events still leased by $2.
+// held locks them in id order, so two transactions finishing overlapping
+// events wait for each other instead of deadlocking, and it keeps each
+// one's status before the update for the counts.
+const finishQuery = `WITH clock AS (SELECT coalesce($1::timestamptz, now()) AS now),
+r AS (
+	SELECT * FROM unnest($3::bigint[], $4::text[], $5::timestamptz[], $6::text[])
+	AS r(id, status, next_attempt_at, last_error)
+), held AS (
+	SELECT id, status FROM inbox_events
+	WHERE id = ANY($3) AND lease_owner = $2
+	ORDER BY id FOR UPDATE
+)
+UPDATE inbox_events e SET status = r.status, next_attempt_at = r.next_attempt_at, last_error = r.last_error,
+	processed_at = CASE WHEN r.status = 'processed' THEN clock.now ELSE '-infinity' END,
+	lease_owner = '', lease_until = '-infinity'
+FROM r JOIN held ON held.id = r.id, clock
+WHERE e.id = r.id
+RETURNING e.id, e.source, held.status`
+
+// openDeliveries gives each (event, destination) pair a pending delivery,
+// unless it has one: a delivery already made by an earlier run stays.
+const openDeliveries = `INSERT INTO inbox_deliveries (event_id, destination, source, status)
+	SELECT e.id, d.destination, e.source, 'pending'
+	FROM unnest($1::bigint[], $2::text[]) AS d(id, destination) JOIN inbox_events e ON e.id = d.id
+	ORDER BY e.id, d.destination
+	ON CONFLICT (event_id, destination) DO NOTHING`
+
+// Finish implements inbox.Store. A processed event with destinations
+// becomes delivering, with a pending delivery per destination it has not
+// yet had; one without (or whose deliveries all ended already) is settled
+// at once. A processed event gets ProcessedAt = now; NextAttemptAt is kept
+// only for a retry.
+func (s *Store) Finish(ctx context.Context, owner string, results []inbox.Result) error {
+	if owner == "" {
+		return fmt.Errorf("inbox: finish: %w", ErrNoOwner)
+	}
+	for _, r := range results {
+		switch r.Status {
+		case inbox.StatusProcessed, inbox.StatusRetry, inbox.StatusDead:
+		default:
+			return fmt.Errorf("inbox: finish event %d: %w %q", r.ID, ErrBadResult, r.Status)
+		}
+	}
+	if len(results) == 0 {
+		return nil
+	}
+	n := len(results)
+	ids, statuses, nexts, errs := make([]int64, n), make([]string, n), make([]pgtype.Timestamptz, n), make([]string, n)
+	var pairIDs []int64
+	var pairDests []string
+	status := make(map[int64]inbox.Status, n)
+	for i, r := range results {
+		st, next := r.Status, time.Time{}
+		switch {
+		case r.Status == inbox.StatusRetry:
+			next = r.NextAttemptAt
+		case r.Status == inbox.StatusProcessed && len(r.Destinations) > 0:
+			st = inbox.StatusDelivering
+			for _, d := range r.Destinations {
+				pairIDs, pairDests = append(pairIDs, r.ID), append(pairDests, d)
+			}
+		}
+		ids[i], statuses[i], nexts[i], errs[i] = r.ID, string(st), ts(next), r.Error
+		status[r.ID] = st
+	}
+	var lost []int64
+	err := s.tx(ctx, "finish", func(tx pgx.Tx) error {
+		lost = lost[:0]
+		rows, err := tx.Query(ctx, finishQuery, s.clock(), owner, ids, statuses, nexts, errs)
+		if err != nil {
+			return err
+		}
+		moves := counts{}
+		ended := map[int64]bool{}
+		var delivering []int64
+		for rows.Next() {
+			var (
+				id          int64
+				source, was string
+			)
+			if err := rows.Scan(&id, &source, &was); err != nil {
+				rows.Close()
+				return err
+			}
+			ended[id] = true
+			moves.move(source, inbox.Status(was), status[id])
+			if status[id] == inbox.StatusDelivering {
+				delivering = append(delivering, id)
+			}
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		for _, id := range ids {
+			if !ended[id] {
+				lost = append(lost, id)
+			}
+		}
+		if err := moves.save(ctx, tx); err != nil {
+			return err
+		}
+		if len(delivering) == 0 {
+			return nil
+		}
+		var openIDs []int64
+		var openDests []string
+		for i, id := range pairIDs {
+			if ended[id] {
+				openIDs, openDests = append(openIDs, id), append(openDests, pairDests[i])
+			}
+		}
+		if _, err := tx.Exec(ctx, openDeliveries, openIDs, openDests); err != nil {
+			return err
+		}
+		_, err = s.settle(ctx, tx, delivering)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	if len(lost) > 0 {
+		return &inbox.LostError{IDs: slices.Clone(lost)}
+	}
+	return nil
+}
+
+// settleQuery finishes the delivering events among $2 none of whose
+// deliveries is pending: processed when none failed, dead otherwise, with
+// each failed destination's error, by destination name.
+const settleQuery = `WITH clock AS (SELECT coalesce($1::timestamptz, now()) AS now),
+agg AS (
+	SELECT event_id,
+		count(*) FILTER (WHERE status = 'pending') AS pending,
+		count(*) FILTER (WHERE status = 'failed') AS failed,
+		string_agg(destination || ': ' || error, '; ' ORDER BY destination) FILTER (WHERE status = 'failed') AS reason
+	FROM inbox_deliveries WHERE event_id = ANY($2) GROUP BY event_id
+)
+UPDATE inbox_events e SET
+	status = CASE WHEN agg.failed > 0 THEN 'dead' ELSE 'processed' END,
+	last_error = coalesce(agg.reason, ''),
+	processed_at = CASE WHEN agg.failed > 0 THEN '-infinity' ELSE clock.now END
+FROM agg, clock
+WHERE e.id = agg.event_id AND agg.pending = 0 AND e.status = 'delivering'
+RETURNING e.id, e.source, e.status, e.last_error`
+
+// settle settles the events ids whose last open delivery ended, in tx,
+// and returns them. It first locks the events in id order: two
+// transactions ending an event's last two deliveries then take turns, and
+// the second, whose statement starts after the first committed, sees both
+// deliveries ended. Without the lock each would see the other's delivery
+// still pending and the event would stay delivering.
+func (s *Store) settle(ctx context.Context, tx pgx.Tx, ids []int64) ([]inbox.Settled, error) {
+	ids = slices.Clone(ids)
+	slices.Sort(ids)
+	ids = slices.Compact(ids)
+	if _, err := tx.Exec(ctx, `SELECT id FROM inbox_events WHERE id = ANY($1) ORDER BY id FOR UPDATE`, ids); err != nil {
+		return nil, err
+	}
+	rows, err := tx.Query(ctx, settleQuery, s.clock(), ids)
+	if err != nil {
+		return nil, err
+	}
+	var out []inbox.Settled
+	moves := counts{}
+	for rows.Next() {
+		var st inbox.Settled
+		var status string
+		if err := rows.Scan(&st.ID, &st.Source, &status, &st.Error); err != nil {
+			rows.Close()
+			return nil, err
+		}
+		st.Status = inbox.Status(status)
+		moves.move(st.Source, inbox.StatusDelivering, st.Status)
+		out = append(out, st)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return out, moves.save(ctx, tx)
+}

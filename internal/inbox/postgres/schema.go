@@ -1,0 +1,184 @@
+package postgres
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// migrationLock is the key of the advisory lock migrate holds, so that
+// nodes starting at once apply each version once: the others wait, then
+// find it recorded.
+const migrationLock int64 = 0x686f6f6b67617465 // "hookgate"
+
+// migrations are the schema versions in order; migrations[i] is version
+// i+1. They are forward-only: a released version is never edited, a
+// change is a new one.
+var migrations = []string{schemaV1}
+
+// schemaV1 is the first schema. Times are timestamptz; '-infinity' stands
+// for "none" (no lease, no next attempt, not processed), so the columns
+// are NOT NULL and a comparison with the clock needs no NULL case.
+//
+// Every table starts with inbox_ so that the inbox can share a database
+// (and a search_path) with the public dedupe/postgres store.
+const schemaV1 = `
+CREATE TABLE inbox_keys (
+	hash       bytea       PRIMARY KEY CHECK (length(hash) = 16),
+	first_seen timestamptz NOT NULL,
+	expires    timestamptz NOT NULL
+);
+CREATE INDEX inbox_keys_expires ON inbox_keys (expires);
+
+CREATE TABLE inbox_digests (
+	digest     bytea       PRIMARY KEY CHECK (length(digest) = 16),
+	first_seen timestamptz NOT NULL,
+	expires    timestamptz NOT NULL
+);
+CREATE INDEX inbox_digests_expires ON inbox_digests (expires);
+
+CREATE TABLE inbox_events (
+	id               bigint      GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+	hash             bytea       NOT NULL,
+	scope            text        NOT NULL,
+	source           text        NOT NULL,
+	provider         text        NOT NULL,
+	tenant           text        NOT NULL,
+	event_id         text        NOT NULL,
+	event_type       text        NOT NULL,
+	entity_type      text        NOT NULL,
+	entity_id        text        NOT NULL,
+	entity_version   text        NOT NULL,
+	entity_order     bigint      NOT NULL,
+	entity_state     text        NOT NULL,
+	payload          bytea       NOT NULL,
+	headers          jsonb       NOT NULL,
+	received_at      timestamptz NOT NULL,
+	status           text        NOT NULL DEFAULT 'received',
+	attempts         integer     NOT NULL DEFAULT 0,
+	next_attempt_at  timestamptz NOT NULL DEFAULT '-infinity',
+	lease_owner      text        NOT NULL DEFAULT '',
+	lease_until      timestamptz NOT NULL DEFAULT '-infinity',
+	last_error       text        NOT NULL DEFAULT '',
+	processed_at     timestamptz NOT NULL DEFAULT '-infinity',
+	apply_outcome    text        NOT NULL DEFAULT '',
+	apply_from       text        NOT NULL DEFAULT '',
+	apply_to         text        NOT NULL DEFAULT '',
+	apply_transition boolean     NOT NULL DEFAULT false
+);
+-- List pages by source or status, newest first.
+CREATE INDEX inbox_events_source ON inbox_events (source, id);
+CREATE INDEX inbox_events_status ON inbox_events (status, id);
+-- Lease walks the events waiting for a worker in id order.
+CREATE INDEX inbox_events_due ON inbox_events (id) WHERE status IN ('received', 'retry');
+-- Stats finds the oldest delivering event.
+CREATE INDEX inbox_events_delivering ON inbox_events (id) WHERE status = 'delivering';
+-- Sweep finds processed events by age.
+CREATE INDEX inbox_events_processed ON inbox_events (processed_at) WHERE status = 'processed';
+
+CREATE TABLE inbox_entities (
+	tenant     text        NOT NULL,
+	type       text        NOT NULL,
+	id         text        NOT NULL,
+	version    text        NOT NULL,
+	ord        bigint      NOT NULL,
+	state      text        NOT NULL,
+	event_id   bigint      NOT NULL,
+	updated_at timestamptz NOT NULL,
+	PRIMARY KEY (tenant, type, id)
+);
+
+CREATE TABLE inbox_deliveries (
+	event_id        bigint      NOT NULL,
+	destination     text        NOT NULL,
+	source          text        NOT NULL,
+	status          text        NOT NULL,
+	attempts        integer     NOT NULL DEFAULT 0,
+	next_attempt_at timestamptz NOT NULL DEFAULT '-infinity',
+	code            integer     NOT NULL DEFAULT 0,
+	error           text        NOT NULL DEFAULT '',
+	at              timestamptz NOT NULL DEFAULT '-infinity',
+	lease_owner     text        NOT NULL DEFAULT '',
+	lease_until     timestamptz NOT NULL DEFAULT '-infinity',
+	PRIMARY KEY (event_id, destination)
+);
+-- A lane's dispatcher walks its pending deliveries, soonest due first.
+CREATE INDEX inbox_deliveries_due ON inbox_deliveries (source, destination, next_attempt_at, event_id)
+	WHERE status = 'pending';
+
+CREATE TABLE inbox_attempts (
+	seq         bigint      GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+	event_id    bigint      NOT NULL,
+	destination text        NOT NULL,
+	at          timestamptz NOT NULL,
+	duration    bigint      NOT NULL,
+	code        integer     NOT NULL,
+	error       text        NOT NULL,
+	body        text        NOT NULL
+);
+CREATE INDEX inbox_attempts_event ON inbox_attempts (event_id, seq);
+
+CREATE TABLE inbox_lanes (
+	source      text        NOT NULL,
+	destination text        NOT NULL,
+	state       text        NOT NULL,
+	failures    integer     NOT NULL,
+	until       timestamptz NOT NULL,
+	last_error  text        NOT NULL,
+	changed_at  timestamptz NOT NULL,
+	PRIMARY KEY (source, destination)
+);
+
+-- Counts per source of events by status and of intake outcomes
+-- ('accepted', 'duplicates'), kept in shards: each database session adds
+-- to the rows of its own backend pid, so no row is written by every
+-- accept or finish across nodes, and Sweep folds the rows of sessions
+-- that ended into shard 0. A counter's value is the sum of its shards.
+CREATE TABLE inbox_counts (
+	source  text    NOT NULL,
+	counter text    NOT NULL,
+	shard   integer NOT NULL,
+	n       bigint  NOT NULL,
+	PRIMARY KEY (source, counter, shard)
+);
+
+CREATE TABLE inbox_settings (
+	name  text PRIMARY KEY,
+	value text NOT NULL
+);
+`
+
+// migrate brings the database to the newest version in one transaction
+// under an advisory lock: nodes that start at once queue on the lock, and
+// each version is applied once and recorded in inbox_schema_migrations.
+func migrate(ctx context.Context, pool *pgxpool.Pool) error {
+	return pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, migrationLock); err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, `CREATE TABLE IF NOT EXISTS inbox_schema_migrations (
+			version    integer     PRIMARY KEY,
+			applied_at timestamptz NOT NULL DEFAULT now()
+		)`); err != nil {
+			return err
+		}
+		var have int
+		if err := tx.QueryRow(ctx, `SELECT coalesce(max(version), 0) FROM inbox_schema_migrations`).Scan(&have); err != nil {
+			return err
+		}
+		if have > len(migrations) {
+			return fmt.Errorf("database schema is version %d, newer than this hookgate's %d", have, len(migrations))
+		}
+		for v := have + 1; v <= len(migrations); v++ {
+			if _, err := tx.Exec(ctx, migrations[v-1]); err != nil {
+				return fmt.Errorf("version %d: %w", v, err)
+			}
+			if _, err := tx.Exec(ctx, `INSERT INTO inbox_schema_migrations (version) VALUES ($1)`, v); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}

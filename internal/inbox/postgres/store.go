@@ -1,0 +1,283 @@
+package postgres
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/hookgate/hookgate/dedupe"
+	"github.com/hookgate/hookgate/internal/inbox"
+)
+
+// Store is the PostgreSQL inbox. It is safe for concurrent use, and any
+// number of Stores, in one process or on many nodes, may share a database.
+type Store struct {
+	pool  *pgxpool.Pool
+	now   func() time.Time
+	owned bool
+}
+
+var _ inbox.Store = (*Store)(nil)
+
+// Options tune a Store.
+type Options struct {
+	// Now is the clock. Nil, the production setting, means the database's
+	// now(): every node then reads one clock, so skew between the nodes'
+	// clocks never moves a lease, a window, a retry or the retention.
+	// Tests pass a manual clock.
+	Now func() time.Time
+}
+
+var (
+	// ErrNoOwner is returned by Lease, Finish and Dispatch for an empty
+	// owner: an event nobody holds has an empty owner, so Finish with one
+	// would finish events that were never leased.
+	ErrNoOwner = errors.New("inbox/postgres: lease owner is empty")
+	// ErrBadResult is returned by Finish for a result whose status is not
+	// processed, retry or dead, and by Dispatch for an unknown delivery
+	// status.
+	ErrBadResult = errors.New("inbox/postgres: invalid status")
+	// ErrRepeatedHash is returned by Accept for a batch that carries one
+	// hash twice, which the inbox.Store contract rules out.
+	ErrRepeatedHash = errors.New("inbox/postgres: hash repeated in one batch")
+)
+
+// Open connects to the database at url (a PostgreSQL connection string),
+// creates or migrates the inbox tables, and returns a Store whose Close
+// closes the connections.
+func Open(ctx context.Context, url string, opts Options) (*Store, error) {
+	pool, err := pgxpool.New(ctx, url)
+	if err != nil {
+		return nil, fmt.Errorf("open inbox: %w", err)
+	}
+	s, err := New(ctx, pool, opts)
+	if err != nil {
+		pool.Close()
+		return nil, err
+	}
+	s.owned = true
+	return s, nil
+}
+
+// New uses pool, creating the inbox tables or migrating them to this
+// version's schema. The caller keeps pool and closes it after the Store.
+func New(ctx context.Context, pool *pgxpool.Pool, opts Options) (*Store, error) {
+	if err := migrate(ctx, pool); err != nil {
+		return nil, fail(ctx, "open: migrate", err)
+	}
+	return &Store{pool: pool, now: opts.Now, owned: false}, nil
+}
+
+// Pool is the connection pool the Store uses.
+func (s *Store) Pool() *pgxpool.Pool { return s.pool }
+
+// Close closes the pool when the Store opened it.
+func (s *Store) Close() error {
+	if s.owned {
+		s.pool.Close()
+	}
+	return nil
+}
+
+// clock is the value of the $1 that every statement reading the time
+// passes to coalesce($1::timestamptz, now()): NULL, so that the database's
+// clock decides, unless Options.Now was set.
+func (s *Store) clock() any {
+	if s.now == nil {
+		return nil
+	}
+	return s.now()
+}
+
+// tx runs fn in a transaction, committed if fn succeeds. Errors go through
+// fail.
+func (s *Store) tx(ctx context.Context, op string, fn func(pgx.Tx) error) error {
+	if err := pgx.BeginFunc(ctx, s.pool, fn); err != nil {
+		return fail(ctx, op, err)
+	}
+	return nil
+}
+
+// fail wraps an error of operation op. Errors that are the caller's (an
+// ended context, an invalid argument, an unknown id) keep their own
+// identity; anything else came from the database and wraps
+// dedupe.ErrUnavailable.
+func fail(ctx context.Context, op string, err error) error {
+	if cerr := ctx.Err(); cerr != nil {
+		if errors.Is(err, cerr) {
+			return fmt.Errorf("inbox: %s: %w", op, err)
+		}
+		return fmt.Errorf("inbox: %s: %w (%v)", op, cerr, err)
+	}
+	var caller callerError
+	if errors.As(err, &caller) {
+		return fmt.Errorf("inbox: %s: %w", op, caller.err)
+	}
+	if errors.Is(err, dedupe.ErrUnavailable) {
+		return fmt.Errorf("inbox: %s: %w", op, err)
+	}
+	return fmt.Errorf("inbox: %s: %w: %w", op, dedupe.ErrUnavailable, err)
+}
+
+// callerError marks an error inside a transaction that the caller caused,
+// so fail does not report it as the store being unavailable.
+type callerError struct{ err error }
+
+func (e callerError) Error() string { return e.err.Error() }
+
+// micros is d in whole microseconds, PostgreSQL's resolution; statements
+// turn it into an interval with $n::bigint * interval '1 microsecond'.
+func micros(d time.Duration) int64 { return d.Microseconds() }
+
+// ts is t as a timestamptz; the zero time is '-infinity', the columns'
+// "none".
+func ts(t time.Time) pgtype.Timestamptz {
+	if t.IsZero() {
+		return pgtype.Timestamptz{InfinityModifier: pgtype.NegativeInfinity, Valid: true}
+	}
+	return pgtype.Timestamptz{Time: t, Valid: true}
+}
+
+// fromTS is the time of a timestamptz column: the zero time for
+// '-infinity' (or NULL), UTC otherwise.
+func fromTS(t pgtype.Timestamptz) time.Time {
+	if !t.Valid || t.InfinityModifier != pgtype.Finite {
+		return time.Time{}
+	}
+	return t.Time.UTC()
+}
+
+// columnNames are the inbox_events columns scanEvent reads, in its order.
+var columnNames = []string{"id", "hash", "scope", "source", "provider", "tenant", "event_id", "event_type",
+	"entity_type", "entity_id", "entity_version", "entity_order", "entity_state", "payload", "headers",
+	"received_at", "status", "attempts", "next_attempt_at", "last_error", "processed_at",
+	"apply_outcome", "apply_from", "apply_to", "apply_transition"}
+
+var (
+	// columns is the select list of scanEvent.
+	columns = strings.Join(columnNames, ", ")
+	// eventColumns is columns qualified by the alias e.
+	eventColumns = "e." + strings.Join(columnNames, ", e.")
+)
+
+// scanEvent reads columns, followed by extra destinations.
+func scanEvent(row pgx.Row, extra ...any) (inbox.Event, error) {
+	var (
+		e                    inbox.Event
+		hash, headers        []byte
+		received, next, done pgtype.Timestamptz
+		status, outcome      string
+		applied              inbox.Applied
+	)
+	err := row.Scan(append([]any{&e.ID, &hash, &e.Scope, &e.Source, &e.Provider, &e.Tenant, &e.EventID, &e.Type,
+		&e.EntityType, &e.EntityID, &e.EntityVersion, &e.EntityOrder, &e.EntityState,
+		&e.Payload, &headers, &received, &status,
+		&e.Attempts, &next, &e.LastError, &done,
+		&outcome, &applied.From, &applied.To, &applied.Transition}, extra...)...)
+	if err != nil {
+		return e, err
+	}
+	copy(e.Hash[:], hash)
+	e.ReceivedAt = fromTS(received)
+	e.Status = inbox.Status(status)
+	e.NextAttemptAt, e.ProcessedAt = fromTS(next), fromTS(done)
+	if outcome != "" {
+		applied.Outcome = inbox.ApplyOutcome(outcome)
+		e.Applied = &applied
+	}
+	if err := json.Unmarshal(headers, &e.Headers); err != nil {
+		return e, fmt.Errorf("inbox: event %d headers: %w", e.ID, err)
+	}
+	return e, nil
+}
+
+// Get implements inbox.Store.
+func (s *Store) Get(ctx context.Context, id int64) (inbox.Event, error) {
+	e, err := scanEvent(s.pool.QueryRow(ctx, `SELECT `+columns+` FROM inbox_events WHERE id = $1`, id))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return e, fmt.Errorf("%w: %d", inbox.ErrNotFound, id)
+	}
+	if err != nil {
+		return e, fail(ctx, "get", err)
+	}
+	return e, nil
+}
+
+// List implements inbox.Store.
+func (s *Store) List(ctx context.Context, f inbox.Filter) ([]inbox.Event, error) {
+	var (
+		where []string
+		args  []any
+	)
+	add := func(cond string, v any) {
+		args = append(args, v)
+		where = append(where, cond+" $"+strconv.Itoa(len(args)))
+	}
+	if f.Source != "" {
+		add("source =", f.Source)
+	}
+	if f.Tenant != "" {
+		add("tenant =", f.Tenant)
+	}
+	if f.Status != "" {
+		add("status =", string(f.Status))
+	}
+	if f.BeforeID > 0 {
+		add("id <", f.BeforeID)
+	}
+	limit := f.Limit
+	if limit <= 0 {
+		limit = inbox.DefaultLimit
+	}
+	q := `SELECT ` + columns + ` FROM inbox_events`
+	if len(where) > 0 {
+		q += ` WHERE ` + strings.Join(where, " AND ")
+	}
+	args = append(args, limit)
+	q += ` ORDER BY id DESC LIMIT $` + strconv.Itoa(len(args))
+	rows, err := s.pool.Query(ctx, q, args...)
+	if err != nil {
+		return nil, fail(ctx, "list", err)
+	}
+	events, err := collectEvents(rows)
+	if err != nil {
+		return nil, fail(ctx, "list", err)
+	}
+	return events, nil
+}
+
+// collectEvents reads every row of rows with scanEvent and closes rows.
+func collectEvents(rows pgx.Rows) ([]inbox.Event, error) {
+	defer rows.Close()
+	var events []inbox.Event
+	for rows.Next() {
+		e, err := scanEvent(rows)
+		if err != nil {
+			return nil, err
+		}
+		events = append(events, e)
+	}
+	return events, rows.Err()
+}
+
+// InitSetting implements inbox.Store. The read is a statement of its own,
+// so it sees a value another node committed while the insert waited.
+func (s *Store) InitSetting(ctx context.Context, name, value string) (string, error) {
+	if _, err := s.pool.Exec(ctx, `INSERT INTO inbox_settings (name, value) VALUES ($1, $2)
+		ON CONFLICT (name) DO NOTHING`, name, value); err != nil {
+		return "", fail(ctx, "init setting", err)
+	}
+	var v string
+	if err := s.pool.QueryRow(ctx, `SELECT value FROM inbox_settings WHERE name = $1`, name).Scan(&v); err != nil {
+		return "", fail(ctx, "read setting", err)
+	}
+	return v, nil
+}

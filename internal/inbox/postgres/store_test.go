@@ -1,0 +1,32 @@
+package postgres_test
+
+import (
+	"testing"
+
+	"github.com/hookgate/hookgate/internal/inbox"
+	"github.com/hookgate/hookgate/internal/inbox/inboxtest"
+	"github.com/hookgate/hookgate/internal/inbox/postgres"
+	"github.com/hookgate/hookgate/internal/pgtest"
+)
+
+// open opens a store on url that reads time from clock.
+func open(t testing.TB, url string, clock *inboxtest.Clock) *postgres.Store {
+	t.Helper()
+	var opts postgres.Options
+	if clock != nil {
+		opts.Now = clock.Now
+	}
+	s, err := postgres.Open(t.Context(), url, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+func TestInbox(t *testing.T) {
+	t.Parallel()
+	inboxtest.Exercise(t, func(t *testing.T, clock *inboxtest.Clock) inbox.Store {
+		return open(t, pgtest.New(t), clock)
+	})
+}

@@ -1,0 +1,114 @@
+package postgres
+
+import (
+	"context"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/hookgate/hookgate/internal/inbox"
+)
+
+// sweepChunk is how many rows one sweep statement removes, so that a
+// sweep holds few locks at a time.
+const sweepChunk = 1000
+
+// Sweep implements inbox.Store. Keys, digests and processed events go in
+// chunks of sweepChunk rows, each its own transaction; a chunk skips the
+// rows another session holds (an accept taking an expired key over, a
+// worker on an event), so a sweep never waits on them nor makes them
+// wait. If a chunk fails, the result counts what the committed ones
+// removed. Sweep also folds the count shards of ended sessions into one.
+func (s *Store) Sweep(ctx context.Context, processedBefore time.Time) (inbox.SweepResult, error) {
+	var res inbox.SweepResult
+	if err := s.sweepExpired(ctx, "inbox_keys", "hash", &res.Keys); err != nil {
+		return res, err
+	}
+	if err := s.sweepExpired(ctx, "inbox_digests", "digest", &res.Digests); err != nil {
+		return res, err
+	}
+	for {
+		var n int
+		err := s.tx(ctx, "sweep events", func(tx pgx.Tx) error {
+			var err error
+			n, err = sweepEvents(ctx, tx, processedBefore)
+			return err
+		})
+		if err != nil {
+			return res, err
+		}
+		res.Events += n
+		if n < sweepChunk {
+			break
+		}
+	}
+	if _, err := s.pool.Exec(ctx, foldCounts); err != nil {
+		return res, fail(ctx, "sweep counts", err)
+	}
+	return res, nil
+}
+
+// sweepExpired deletes the expired rows of table (keyed by column) and
+// adds their number to removed.
+func (s *Store) sweepExpired(ctx context.Context, table, column string, removed *int) error {
+	for {
+		tag, err := s.pool.Exec(ctx, `DELETE FROM `+table+` WHERE `+column+` IN (
+			SELECT `+column+` FROM `+table+` WHERE expires <= coalesce($1::timestamptz, now())
+			LIMIT $2 FOR UPDATE SKIP LOCKED)`, s.clock(), sweepChunk)
+		if err != nil {
+			return fail(ctx, "sweep "+table, err)
+		}
+		*removed += int(tag.RowsAffected())
+		if tag.RowsAffected() < sweepChunk {
+			return nil
+		}
+	}
+}
+
+// sweepEvents deletes up to sweepChunk events processed before cutoff,
+// with their deliveries and attempt logs, and uncounts them.
+func sweepEvents(ctx context.Context, tx pgx.Tx, cutoff time.Time) (int, error) {
+	rows, err := tx.Query(ctx, `DELETE FROM inbox_events WHERE id IN (
+		SELECT id FROM inbox_events WHERE status = 'processed' AND processed_at < $1
+		LIMIT $2 FOR UPDATE SKIP LOCKED) RETURNING id, source`, cutoff, sweepChunk)
+	if err != nil {
+		return 0, err
+	}
+	var ids []int64
+	gone := counts{}
+	for rows.Next() {
+		var (
+			id     int64
+			source string
+		)
+		if err := rows.Scan(&id, &source); err != nil {
+			rows.Close()
+			return 0, err
+		}
+		ids = append(ids, id)
+		gone[[2]string{source, string(inbox.StatusProcessed)}]--
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil || len(ids) == 0 {
+		return 0, err
+	}
+	for _, table := range []string{"inbox_deliveries", "inbox_attempts"} {
+		if _, err := tx.Exec(ctx, "DELETE FROM "+table+" WHERE event_id = ANY($1)", ids); err != nil {
+			return 0, err
+		}
+	}
+	return len(ids), gone.save(ctx, tx)
+}
+
+// foldCounts adds the count shards of sessions that have ended (their pid
+// is not a live backend's) into shard 0, so the rows Stats sums stay about
+// as many as there are live sessions. A live session's shard is left to
+// it: folding it would wait on its transaction.
+const foldCounts = `WITH gone AS (
+	DELETE FROM inbox_counts WHERE shard <> 0
+		AND shard NOT IN (SELECT pid FROM pg_stat_activity WHERE pid IS NOT NULL)
+	RETURNING source, counter, n
+)
+INSERT INTO inbox_counts (source, counter, shard, n)
+SELECT source, counter, 0, sum(n) FROM gone GROUP BY source, counter
+ON CONFLICT (source, counter, shard) DO UPDATE SET n = inbox_counts.n + excluded.n`
