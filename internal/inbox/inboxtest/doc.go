@@ -20,4 +20,10 @@
 // and moves in whole seconds, and expiry is checked a second past each
 // deadline, so a backend that keeps coarser times or treats the deadline
 // itself either way passes too.
+//
+// [ExerciseNodes] runs the cases in which two stores on one database race
+// each other, as nodes of one deployment (or processes on one file) do:
+// accepting the same events, leasing the same events, dispatching the same
+// deliveries. Its factory makes a database and returns a function that
+// opens another store on it.
 package inboxtest
