@@ -30,3 +30,11 @@ func TestInbox(t *testing.T) {
 		return open(t, pgtest.New(t), clock)
 	})
 }
+
+func TestNodes(t *testing.T) {
+	t.Parallel()
+	inboxtest.ExerciseNodes(t, func(t *testing.T, clock *inboxtest.Clock) func() inbox.Store {
+		url := pgtest.New(t)
+		return func() inbox.Store { return open(t, url, clock) }
+	})
+}
