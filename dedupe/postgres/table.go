@@ -31,8 +31,9 @@ const (
 	// for the transactions it raced, so a second run nearly always settles
 	// every key.
 	claimAttempts = 10
-	// sweepLimit is how many expired keys one sweep statement deletes.
-	sweepLimit = 10_000
+	// sweepLimit is how many expired keys one sweep statement deletes, so
+	// that a claim of an expired key waits behind a short statement.
+	sweepLimit = 1000
 )
 
 // claimSQL takes, for each hash in $1 with the token at the same place in
@@ -93,13 +94,16 @@ DELETE FROM dedupe_keys k USING held h WHERE k.hash = h.hash`
 
 // sweepSQL deletes up to $2 keys that expired by $1. It skips keys that
 // another statement has locked rather than wait: those are being claimed,
-// committed or released, and so are not for the sweep to remove.
-const sweepSQL = `DELETE FROM dedupe_keys WHERE hash IN (
+// committed or released, and so are not for the sweep to remove. The keys
+// go to the delete as an array so that it finds each by the primary key: as
+// a join, the generic plan that prepared statements get after a few runs
+// scans the whole table.
+const sweepSQL = `DELETE FROM dedupe_keys WHERE hash = ANY (ARRAY(
 	SELECT hash FROM dedupe_keys
 	WHERE expires <= coalesce($1::timestamptz, now())
 	LIMIT $2
 	FOR UPDATE SKIP LOCKED
-)`
+))`
 
 // migrate creates the schema if it is absent. Concurrent CREATE TABLE IF
 // NOT EXISTS statements can still fail on the catalog's unique indexes, so
