@@ -1,0 +1,239 @@
+package postgres_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	neturl "net/url"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/hookgate/hookgate/dedupe"
+	"github.com/hookgate/hookgate/internal/inbox"
+	"github.com/hookgate/hookgate/internal/inbox/postgres"
+	"github.com/hookgate/hookgate/internal/pgtest"
+)
+
+// testItem returns an event of source shop named key, with a one-hour
+// window.
+func testItem(key string) inbox.Item {
+	k := dedupe.Key{Tenant: "acme", Provider: "shop", ObjectType: "event", Action: "any", EventID: key}
+	return inbox.Item{Event: inbox.Event{
+		Hash: k.Hash(), Scope: k.Scope(), Source: "shop", Provider: "standard", Tenant: "acme",
+		EventID: key, Payload: []byte(`{}`),
+	}, Window: time.Hour}
+}
+
+// admin connects to the test server's maintenance database.
+func admin(t *testing.T) *pgx.Conn {
+	t.Helper()
+	conn, err := pgx.Connect(t.Context(), pgtest.ServerURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close(context.Background()) })
+	return conn
+}
+
+// dbName is the name of the database at url.
+func dbName(t *testing.T, url string) string {
+	t.Helper()
+	u, err := neturl.Parse(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.TrimPrefix(u.Path, "/")
+}
+
+// TestMigrateAtOnce opens several stores on an empty database at the same
+// moment, as nodes starting together do: every Open succeeds and the
+// schema is recorded once.
+func TestMigrateAtOnce(t *testing.T) {
+	t.Parallel()
+	url := pgtest.New(t)
+	const nodes = 6
+	var (
+		wg    sync.WaitGroup
+		start = make(chan struct{})
+		errs  = make(chan error, nodes)
+	)
+	for range nodes {
+		wg.Go(func() {
+			<-start
+			s, err := postgres.Open(t.Context(), url, postgres.Options{})
+			if err != nil {
+				errs <- err
+				return
+			}
+			s.Close()
+		})
+	}
+	close(start)
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Errorf("Open at once: %v", err)
+	}
+	s := open(t, url, nil)
+	var versions []int32
+	rows, err := s.Pool().Query(t.Context(), `SELECT version FROM inbox_schema_migrations ORDER BY version`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if versions, err = pgx.CollectRows(rows, pgx.RowTo[int32]); err != nil {
+		t.Fatal(err)
+	}
+	if len(versions) != 1 || versions[0] != 1 {
+		t.Errorf("recorded versions %v, want [1]", versions)
+	}
+}
+
+// TestUnavailable: a server that cannot be reached, or a database that
+// stops taking connections, gives errors that wrap dedupe.ErrUnavailable,
+// and the store works again once the database does, without reopening. An
+// ended context keeps its own identity.
+func TestUnavailable(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	_, err := postgres.Open(ctx, "postgres://postgres@127.0.0.1:1/none?sslmode=disable&connect_timeout=2", postgres.Options{})
+	if !errors.Is(err, dedupe.ErrUnavailable) {
+		t.Errorf("Open of a closed port: %v, want ErrUnavailable", err)
+	}
+
+	url := pgtest.New(t)
+	s := open(t, url, nil)
+	if _, err := s.Accept(ctx, []inbox.Item{testItem("before")}); err != nil {
+		t.Fatal(err)
+	}
+	db := dbName(t, url)
+	server := admin(t)
+	if _, err := server.Exec(ctx, `ALTER DATABASE `+db+` ALLOW_CONNECTIONS false`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := server.Exec(ctx, `SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1`, db); err != nil {
+		t.Fatal(err)
+	}
+	calls := map[string]func() error{
+		"Accept": func() error { _, err := s.Accept(ctx, []inbox.Item{testItem("during")}); return err },
+		"Lease":  func() error { _, err := s.Lease(ctx, "w", 1, time.Minute); return err },
+		"Stats":  func() error { _, err := s.Stats(ctx); return err },
+		"Get":    func() error { _, err := s.Get(ctx, 1); return err },
+		"Ping":   func() error { return s.Ping(ctx) },
+	}
+	for name, call := range calls {
+		if err := call(); !errors.Is(err, dedupe.ErrUnavailable) {
+			t.Errorf("%s while the database refuses connections: %v, want ErrUnavailable", name, err)
+		}
+	}
+	if _, err := server.Exec(ctx, `ALTER DATABASE `+db+` ALLOW_CONNECTIONS true`); err != nil {
+		t.Fatal(err)
+	}
+	out, err := s.Accept(ctx, []inbox.Item{testItem("before"), testItem("after")})
+	if err != nil {
+		t.Fatalf("Accept once the database is back: %v", err)
+	}
+	if out[0].Status != dedupe.Duplicate || out[1].Status != dedupe.New {
+		t.Errorf("after recovery: %s, %s; want duplicate, new", out[0].Status, out[1].Status)
+	}
+
+	cancelled, cancel := context.WithCancel(ctx)
+	cancel()
+	_, err = s.Accept(cancelled, []inbox.Item{testItem("cancelled")})
+	if !errors.Is(err, context.Canceled) || errors.Is(err, dedupe.ErrUnavailable) {
+		t.Errorf("Accept with a cancelled context: %v, want context.Canceled and not ErrUnavailable", err)
+	}
+	if _, err := s.Get(ctx, 1<<40); !errors.Is(err, inbox.ErrNotFound) || errors.Is(err, dedupe.ErrUnavailable) {
+		t.Errorf("Get of an unknown id: %v, want ErrNotFound only", err)
+	}
+}
+
+// TestDatabaseClock: without Options.Now the times come from the
+// database's now(), not the process's clock.
+func TestDatabaseClock(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	s := open(t, pgtest.New(t), nil)
+	var before, after time.Time
+	if err := s.Pool().QueryRow(ctx, `SELECT now()`).Scan(&before); err != nil {
+		t.Fatal(err)
+	}
+	out, err := s.Accept(ctx, []inbox.Item{testItem("a")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	evs, err := s.Lease(ctx, "w", 1, time.Hour)
+	if err != nil || len(evs) != 1 {
+		t.Fatalf("Lease: %v, %v", evs, err)
+	}
+	if err := s.Pool().QueryRow(ctx, `SELECT now()`).Scan(&after); err != nil {
+		t.Fatal(err)
+	}
+	o := out[0]
+	if o.FirstSeen.Before(before) || o.FirstSeen.After(after) || o.Expires.Sub(o.FirstSeen) != time.Hour {
+		t.Errorf("first seen %v, expires %v; want between %v and %v, an hour apart", o.FirstSeen, o.Expires, before, after)
+	}
+	var until time.Time
+	if err := s.Pool().QueryRow(ctx, `SELECT lease_until FROM inbox_events WHERE id = $1`, o.ID).Scan(&until); err != nil {
+		t.Fatal(err)
+	}
+	if until.Before(before.Add(time.Hour)) || until.After(after.Add(time.Hour)) {
+		t.Errorf("lease until %v, want an hour after the database's now (%v..%v)", until, before, after)
+	}
+}
+
+// TestCountsFold: the count shards of sessions that ended are folded into
+// one by Sweep, and the counts stay what they were.
+func TestCountsFold(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	url := pgtest.New(t)
+	for i := range 3 {
+		other, err := postgres.Open(ctx, url, postgres.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := other.Accept(ctx, []inbox.Item{testItem(fmt.Sprint("a", i)), testItem("dup")}); err != nil {
+			t.Fatal(err)
+		}
+		other.Close()
+	}
+	// A closed connection's backend exits a moment later; wait for them
+	// all to be gone, as the sessions of a node that stopped are.
+	if _, err := admin(t).Exec(ctx, `SELECT pg_terminate_backend(pid, 10000) FROM pg_stat_activity
+		WHERE datname = $1`, dbName(t, url)); err != nil {
+		t.Fatal(err)
+	}
+	s := open(t, url, nil)
+	want, err := s.Stats(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	shards := func() (n int) {
+		t.Helper()
+		if err := s.Pool().QueryRow(ctx, `SELECT count(DISTINCT shard) FROM inbox_counts`).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	if n := shards(); n < 3 {
+		t.Fatalf("%d shards before the sweep, want one per session (3)", n)
+	}
+	if _, err := s.Sweep(ctx, time.Time{}); err != nil {
+		t.Fatal(err)
+	}
+	if n := shards(); n != 1 {
+		t.Errorf("%d shards after the sweep, want the ended sessions' folded into 1", n)
+	}
+	got, err := s.Stats(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g, w := got.Sources["shop"], want.Sources["shop"]; g.Accepted != 4 || g.Duplicates != 2 ||
+		g.Accepted != w.Accepted || g.Duplicates != w.Duplicates || g.ByStatus[inbox.StatusReceived] != 4 {
+		t.Errorf("after folding: %+v, want %+v (4 accepted, 2 duplicates)", g, w)
+	}
+}
