@@ -4,12 +4,14 @@
 package backend
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strings"
 	"time"
 
 	"github.com/hookgate/hookgate/internal/inbox"
+	inboxpostgres "github.com/hookgate/hookgate/internal/inbox/postgres"
 	inboxsqlite "github.com/hookgate/hookgate/internal/inbox/sqlite"
 )
 
@@ -19,14 +21,20 @@ var ErrUnknown = errors.New("backend: unknown database")
 // Options tune the opened backend.
 type Options struct {
 	// Now is the clock of an embedded backend (SQLite: one process, the
-	// process clock); nil means time.Now.
+	// process clock); nil means time.Now. PostgreSQL always reads the
+	// database's clock, so that several nodes share one.
 	Now func() time.Time
 }
 
-// Open opens the inbox database names: sqlite:PATH.
-func Open(database string, opts Options) (inbox.Backend, error) {
-	if path, ok := strings.CutPrefix(database, "sqlite:"); ok && path != "" {
-		return inboxsqlite.Open(path, inboxsqlite.Options{Now: opts.Now})
+// Open opens the inbox database names: sqlite:PATH, or a postgres:// (or
+// postgresql://) URL, whose query may size the connection pool
+// (pool_max_conns, pool_min_conns, connect_timeout, ...).
+func Open(ctx context.Context, database string, opts Options) (inbox.Backend, error) {
+	switch {
+	case strings.HasPrefix(database, "postgres://"), strings.HasPrefix(database, "postgresql://"):
+		return inboxpostgres.Open(ctx, database, inboxpostgres.Options{})
+	case strings.HasPrefix(database, "sqlite:") && len(database) > len("sqlite:"):
+		return inboxsqlite.Open(strings.TrimPrefix(database, "sqlite:"), inboxsqlite.Options{Now: opts.Now})
 	}
-	return nil, fmt.Errorf("%w %q: want sqlite:PATH", ErrUnknown, database)
+	return nil, fmt.Errorf("%w %q: want sqlite:PATH or postgres://…", ErrUnknown, database)
 }

@@ -80,7 +80,7 @@ func listEvents(ctx context.Context, name string, args []string, std IO, status 
 			return usagef("%s: --status %q: want received, retry, delivering, processed or dead", name, statusFlag)
 		}
 	}
-	store, err := db.open()
+	store, err := db.open(ctx)
 	if err != nil {
 		return err
 	}
@@ -128,7 +128,7 @@ func eventsShow(ctx context.Context, args []string, std IO) error {
 	if err != nil {
 		return usagef("events show: event ID %q is not a number", arg)
 	}
-	store, err := db.open()
+	store, err := db.open(ctx)
 	if err != nil {
 		return err
 	}

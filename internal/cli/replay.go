@@ -77,7 +77,7 @@ func runReplay(ctx context.Context, args []string, std IO) error {
 	if !*all && !f.Dead && f.Source == "" && f.Tenant == "" && since == 0 && len(f.IDs) == 0 {
 		return usagef("replay: no filter: this would replay every event; give --dead, --source, --tenant, --since or --id, or --all to mean it")
 	}
-	store, err := db.open()
+	store, err := db.open(ctx)
 	if err != nil {
 		return err
 	}

@@ -45,7 +45,7 @@ func runServe(ctx context.Context, args []string, std IO) error {
 	if *listen != "" {
 		cfg.Listen = *listen
 	}
-	store, err := db.openConfig(cfg)
+	store, err := db.openConfig(ctx, cfg)
 	if err != nil {
 		return err
 	}

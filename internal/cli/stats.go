@@ -24,7 +24,7 @@ func runStats(ctx context.Context, args []string, std IO) error {
 	if err := parse(fs, args, false); err != nil {
 		return err
 	}
-	store, err := db.open()
+	store, err := db.open(ctx)
 	if err != nil {
 		return err
 	}

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"flag"
 	"os"
 
@@ -19,7 +20,7 @@ func storeFlags(fs *flag.FlagSet) *storeOpts {
 	o := &storeOpts{}
 	fs.StringVar(&o.configPath, "config", os.Getenv("HOOKGATE_CONFIG"),
 		"config file (default $HOOKGATE_CONFIG; none: the embedded demo setup)")
-	fs.StringVar(&o.database, "database", "", "database, sqlite:PATH (overrides the config's database)")
+	fs.StringVar(&o.database, "database", "", "database, sqlite:PATH or postgres://… (overrides the config's database)")
 	return o
 }
 
@@ -38,17 +39,17 @@ func (o *storeOpts) config() (cfg config.Config, demo bool, err error) {
 }
 
 // openConfig opens the store cfg names.
-func (o *storeOpts) openConfig(cfg config.Config) (inbox.Backend, error) {
-	return backend.Open(cfg.Database, backend.Options{})
+func (o *storeOpts) openConfig(ctx context.Context, cfg config.Config) (inbox.Backend, error) {
+	return backend.Open(ctx, cfg.Database, backend.Options{})
 }
 
 // open loads the configuration and opens its store.
-func (o *storeOpts) open() (inbox.Backend, error) {
+func (o *storeOpts) open(ctx context.Context) (inbox.Backend, error) {
 	cfg, _, err := o.config()
 	if err != nil {
 		return nil, err
 	}
-	return o.openConfig(cfg)
+	return o.openConfig(ctx, cfg)
 }
 
 // demoSource is the source served when there is no config file.

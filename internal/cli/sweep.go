@@ -20,7 +20,7 @@ func runSweep(ctx context.Context, args []string, std IO) error {
 	if err != nil {
 		return err
 	}
-	store, err := db.openConfig(cfg)
+	store, err := db.openConfig(ctx, cfg)
 	if err != nil {
 		return err
 	}

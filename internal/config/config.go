@@ -515,6 +515,15 @@ func (c Config) Source(name string) (*Source, bool) {
 	return nil, false
 }
 
+// PostgresURL returns a postgres:// or postgresql:// database, or "" for
+// any other.
+func (c Config) PostgresURL() string {
+	if strings.HasPrefix(c.Database, "postgres://") || strings.HasPrefix(c.Database, "postgresql://") {
+		return c.Database
+	}
+	return ""
+}
+
 // SQLitePath returns the file of a "sqlite:PATH" database, or "" for any
 // other database.
 func (c Config) SQLitePath() string {

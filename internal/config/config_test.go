@@ -242,10 +242,10 @@ func TestParseErrors(t *testing.T) {
 			[]string{"sources[0].window: -5m: must not be negative"}, ErrInvalid},
 		{"bad on_store_error", "dedupe:\n  on_store_error: retry\n",
 			[]string{"dedupe.on_store_error: \"retry\": want reject or accept"}, ErrInvalid},
-		{"postgres", "database: postgres://localhost/hookgate\n",
-			[]string{"line 1: database: postgres: not supported yet"}, ErrUnsupported},
+		{"bad postgres URL", "database: \"postgres://u:s3cret@host:port/x\"\n",
+			[]string{"line 1: database: not a valid PostgreSQL URL: invalid port"}, ErrInvalid},
 		{"unknown database", "database: mysql://localhost\n",
-			[]string{"database: \"mysql://localhost\": want sqlite:PATH"}, ErrInvalid},
+			[]string{"database: \"mysql://localhost\": want sqlite:PATH or postgres://…"}, ErrInvalid},
 		{"zero workers", "workers: 0\n",
 			[]string{"line 1: workers: 0: want at least 1"}, ErrInvalid},
 		{"zero batch", "batch: 0\n",
@@ -844,5 +844,20 @@ func TestReplayGuardExplicit(t *testing.T) {
 	}
 	if got := cfg.Sources[0].ReplayGuard; got != ReplayGuardOff {
 		t.Errorf("replay_guard = %q, want the explicit off kept", got)
+	}
+}
+
+func TestPostgresDatabase(t *testing.T) {
+	t.Parallel()
+	cfg, err := Parse([]byte("database: postgres://hookgate@db.internal:5432/hookgate?pool_max_conns=20\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.PostgresURL() == "" || cfg.SQLitePath() != "" {
+		t.Errorf("PostgresURL() = %q, SQLitePath() = %q", cfg.PostgresURL(), cfg.SQLitePath())
+	}
+	_, err = Parse([]byte("database: \"postgres://u:s3cret@host:port/x\"\n"))
+	if err == nil || strings.Contains(err.Error(), "s3cret") {
+		t.Errorf("bad URL: %v; want an error that does not show the password", err)
 	}
 }

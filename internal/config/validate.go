@@ -19,8 +19,6 @@ import (
 var (
 	// ErrInvalid marks any configuration that cannot be used.
 	ErrInvalid = errors.New("invalid configuration")
-	// ErrUnsupported marks a valid setting this version cannot serve yet.
-	ErrUnsupported = errors.New("not supported yet")
 	// ErrSecret marks a secret reference that is malformed or cannot be read.
 	ErrSecret = errors.New("secret")
 	// ErrSelector marks a malformed selector.
@@ -100,10 +98,17 @@ func (c Config) check() []*FieldError {
 		add("listen", "%q: %w", c.Listen, err)
 	}
 	switch {
-	case strings.HasPrefix(c.Database, "postgres://"), strings.HasPrefix(c.Database, "postgresql://"):
-		add("database", "postgres: %w (use sqlite:PATH)", ErrUnsupported)
+	case c.PostgresURL() != "":
+		if _, err := url.Parse(c.Database); err != nil {
+			// url.Error repeats the URL, and with it any password.
+			var ue *url.Error
+			if errors.As(err, &ue) {
+				err = ue.Err
+			}
+			add("database", "not a valid PostgreSQL URL: %v", err)
+		}
 	case c.SQLitePath() == "":
-		add("database", "%q: want sqlite:PATH", c.Database)
+		add("database", "%q: want sqlite:PATH or postgres://…", c.Database)
 	}
 	if c.MaxBody <= 0 {
 		add("max_body", "%s: must be positive", c.MaxBody)
