@@ -1,0 +1,242 @@
+package cli_test
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/hookgate/hookgate/internal/backend"
+	"github.com/hookgate/hookgate/internal/inbox"
+	"github.com/hookgate/hookgate/internal/pgtest"
+)
+
+// nodes starts n `hookgate serve` processes on one fresh PostgreSQL
+// database, with the app source delivering to sinkURL (none when empty),
+// and returns them with the database's URL.
+func nodes(t *testing.T, n int, sinkURL string) ([]*process, string) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("starts hookgate processes")
+	}
+	db := pgtest.New(t)
+	dir := t.TempDir()
+	secretFile := dir + "/secret"
+	if err := os.WriteFile(secretFile, []byte(crashSecret), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg := fmt.Sprintf(`listen: 127.0.0.1:0
+database: %q
+workers: 2
+batch: 50
+lease: 3s
+sources:
+  - name: app
+    provider: standard
+    secret: file:%s
+`, db, secretFile)
+	if sinkURL != "" {
+		cfg += fmt.Sprintf(`    destinations:
+      - name: sink
+        url: %s/hooks
+        timeout: 2s
+        retry_initial: 100ms
+        retry_max_delay: 1s
+`, sinkURL)
+	}
+	path := dir + "/hookgate.yaml"
+	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ps := make([]*process, n)
+	for i := range ps {
+		ps[i] = startServe(t, "--config", path)
+	}
+	return ps, db
+}
+
+// openDB opens the nodes' database from the test.
+func openDB(t *testing.T, url string) inbox.Backend {
+	t.Helper()
+	b, err := backend.Open(t.Context(), url, backend.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.Close() })
+	return b
+}
+
+// G2 across nodes: 100 concurrent copies of one event spread over three
+// nodes on one PostgreSQL database give exactly one 202 and one row; the
+// others are duplicates (200) or, while the first copy is being written on
+// another node, in flight (409).
+func TestNodesAcceptOneCopy(t *testing.T) {
+	t.Parallel()
+	ps, db := nodes(t, 3, "")
+	src := signer(t)
+	client := &http.Client{Timeout: 10 * time.Second}
+	var (
+		mu     sync.Mutex
+		counts = map[int]int{}
+		wg     sync.WaitGroup
+	)
+	start := make(chan struct{})
+	for i := range 100 {
+		wg.Go(func() {
+			<-start
+			st, err := send(context.Background(), client, src, ps[i%3].addr, "msg_once")
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			mu.Lock()
+			counts[st]++
+			mu.Unlock()
+		})
+	}
+	close(start)
+	wg.Wait()
+	if counts[http.StatusAccepted] != 1 || counts[http.StatusOK]+counts[http.StatusConflict] != 99 {
+		t.Errorf("answers %v, want one 202 and 99 of 200 or 409", counts)
+	}
+	st, err := openDB(t, db).Stats(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := st.Sources["app"].Accepted; n != 1 {
+		t.Errorf("%d events accepted, want 1", n)
+	}
+}
+
+// Several nodes on one database, 16 senders to random nodes with 20%
+// redeliveries, one node killed with SIGKILL in the middle of the burst and
+// of the deliveries: every event acknowledged with 202 is stored once and
+// delivered, each under one webhook-id; the killed node's leased events
+// are delivered by the others after their lease.
+func TestNodesShareTheWork(t *testing.T) {
+	t.Parallel()
+	var (
+		mu        sync.Mutex
+		delivered = map[string]int{} // webhook-id -> deliveries
+	)
+	dest := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		delivered[r.Header.Get("webhook-id")]++
+		mu.Unlock()
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	defer dest.Close()
+	ps, db := nodes(t, 3, dest.URL)
+	src := signer(t)
+	client := &http.Client{Timeout: 10 * time.Second}
+
+	const senders, perSender = 16, 60
+	var (
+		ackMu  sync.Mutex
+		acked  = map[string]bool{}
+		wg     sync.WaitGroup
+		killed = make(chan struct{})
+		once   sync.Once
+	)
+	for g := range senders {
+		wg.Go(func() {
+			for i := range perSender {
+				id := fmt.Sprintf("msg_n%d_%d", g, i)
+				if i > 0 && rand.IntN(5) == 0 {
+					id = fmt.Sprintf("msg_n%d_%d", g, rand.IntN(i)) // a redelivery
+				}
+				for attempt := 0; ; attempt++ {
+					p := ps[rand.IntN(len(ps))]
+					select {
+					case <-killed:
+						p = ps[1+rand.IntN(len(ps)-1)]
+					default:
+					}
+					st, err := send(context.Background(), client, src, p.addr, id)
+					if err == nil && (st == http.StatusAccepted || st == http.StatusOK) {
+						ackMu.Lock()
+						acked[id] = true
+						ackMu.Unlock()
+						break
+					}
+					if attempt > 20 {
+						t.Errorf("%s: no 2xx after %d tries (last %d %v)", id, attempt, st, err)
+						return
+					}
+				}
+				if g == 0 && i == perSender/2 {
+					once.Do(func() {
+						if err := ps[0].cmd.Process.Signal(syscall.SIGKILL); err != nil {
+							t.Error(err)
+						}
+						close(killed)
+					})
+				}
+			}
+		})
+	}
+	wg.Wait()
+	ps[0].cmd.Wait()
+
+	store := openDB(t, db)
+	deadline := time.Now().Add(90 * time.Second)
+	for {
+		st, err := store.Stats(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.Pending == 0 && st.Sources["app"].Accepted == int64(len(acked)) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d pending, %d accepted of %d acknowledged after 90s", st.Pending, st.Sources["app"].Accepted, len(acked))
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	stored := map[string]string{} // event id -> key
+	for before := int64(0); ; {
+		page, err := store.List(t.Context(), inbox.Filter{BeforeID: before, Limit: 500})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(page) == 0 {
+			break
+		}
+		for _, e := range page {
+			if _, dup := stored[e.EventID]; dup {
+				t.Errorf("event %s stored twice", e.EventID)
+			}
+			stored[e.EventID] = e.Hash.String()
+			if e.Status != inbox.StatusProcessed {
+				t.Errorf("event %s is %s, want processed", e.EventID, e.Status)
+			}
+		}
+		before = page[len(page)-1].ID
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	twice := 0
+	for id := range acked {
+		key, ok := stored[id]
+		if !ok {
+			t.Errorf("event %s was acknowledged but is not stored", id)
+			continue
+		}
+		switch n := delivered[key]; {
+		case n == 0:
+			t.Errorf("event %s was never delivered", id)
+		case n > 1:
+			twice++
+		}
+	}
+	if len(delivered) != len(stored) {
+		t.Errorf("%d distinct webhook-ids delivered for %d stored events", len(delivered), len(stored))
+	}
+	t.Logf("%d events acknowledged across 3 nodes (one killed); %d delivered more than once, each under one webhook-id", len(acked), twice)
+}
