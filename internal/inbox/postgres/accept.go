@@ -24,10 +24,12 @@ import (
 // duplicate. Keys and digests are inserted in byte order, so two batches
 // that share keys take them in the same order and cannot deadlock.
 //
-// The final SELECT reports each item in batch order. Its joins on
-// inbox_digests and inbox_keys read the statement's snapshot, which holds
-// the rows that made an item a duplicate unless they were committed by a
-// session that raced this one; Accept reads those few again.
+// The final SELECT reports each item in batch order. For a duplicate it
+// looks up, by index, the digest (a replay) or the key that made it one;
+// those reads see the statement's snapshot, which holds that row unless a
+// session that raced this one committed it, and Accept reads those few
+// again. The lookup is a LATERAL subquery with LIMIT, which the planner
+// keeps per item: a join would let it scan the whole key table.
 const acceptQuery = `WITH input AS (
 	SELECT * FROM unnest($2::bytea[], $3::bigint[], $4::bytea[], $5::text[], $6::text[], $7::text[],
 		$8::text[], $9::text[], $10::text[], $11::text[], $12::text[], $13::text[], $14::bigint[],
@@ -71,16 +73,17 @@ const acceptQuery = `WITH input AS (
 	) t
 	ON CONFLICT (source, counter, shard) DO UPDATE SET n = inbox_counts.n + excluded.n
 )
-SELECT s.id, k.first_seen, k.expires,
-	length(i.digest) > 0 AND i.digest NOT IN (SELECT digest FROM kept) AS replay,
-	coalesce(d.first_seen, o.first_seen), coalesce(d.expires, o.expires)
+SELECT s.id, k.first_seen, k.expires, r.replay, o.first_seen, o.expires
 FROM input i
+CROSS JOIN LATERAL (SELECT length(i.digest) > 0 AND i.digest NOT IN (SELECT digest FROM kept) AS replay) r
 LEFT JOIN claimed k ON k.hash = i.hash
 LEFT JOIN stored s ON s.hash = i.hash
-LEFT JOIN inbox_digests d ON k.hash IS NULL AND length(i.digest) > 0 AND d.digest = i.digest
-	AND i.digest NOT IN (SELECT digest FROM kept)
-LEFT JOIN inbox_keys o ON k.hash IS NULL AND o.hash = i.hash
-	AND (length(i.digest) = 0 OR i.digest IN (SELECT digest FROM kept))
+LEFT JOIN LATERAL (
+	SELECT first_seen, expires FROM inbox_digests WHERE r.replay AND digest = i.digest
+	UNION ALL
+	SELECT first_seen, expires FROM inbox_keys WHERE NOT r.replay AND k.hash IS NULL AND hash = i.hash
+	LIMIT 1
+) o ON true
 ORDER BY i.ord`
 
 // Accept implements inbox.Store in one statement per batch (see
@@ -90,38 +93,12 @@ func (s *Store) Accept(ctx context.Context, items []inbox.Item) ([]inbox.Outcome
 	if len(items) == 0 {
 		return nil, nil
 	}
-	n := len(items)
-	var (
-		hashes, digests, payloads                            = make([][]byte, n), make([][]byte, n), make([][]byte, n)
-		windows, orders                                      = make([]int64, n), make([]int64, n)
-		scopes, sources, providers, tenants, eventIDs, types = make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
-		entityTypes, entityIDs, versions, states, headers    = make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
-		seen                                                 = make(map[dedupe.Hash]bool, n)
-	)
-	for i := range items {
-		it := &items[i]
-		e := &it.Event
-		if seen[e.Hash] {
-			return nil, fmt.Errorf("inbox: accept: %w: %s", ErrRepeatedHash, e.Hash)
-		}
-		seen[e.Hash] = true
-		h, err := json.Marshal(e.Headers)
-		if err != nil {
-			return nil, fmt.Errorf("inbox: headers of %s: %w", e.EventID, err)
-		}
-		hashes[i], windows[i], payloads[i], headers[i] = e.Hash[:], micros(it.Window), e.Payload, string(h)
-		if payloads[i] == nil {
-			payloads[i] = []byte{}
-		}
-		digests[i] = []byte{}
-		if it.Digest != (dedupe.Hash{}) {
-			digests[i] = it.Digest[:]
-		}
-		scopes[i], sources[i], providers[i], tenants[i], eventIDs[i], types[i] = e.Scope, e.Source, e.Provider, e.Tenant, e.EventID, e.Type
-		entityTypes[i], entityIDs[i], versions[i], orders[i], states[i] = e.EntityType, e.EntityID, e.EntityVersion, e.EntityOrder, e.EntityState
+	args, err := acceptArgs(items)
+	if err != nil {
+		return nil, err
 	}
-	rows, err := s.pool.Query(ctx, acceptQuery, s.clock(), hashes, windows, digests, scopes, sources, providers,
-		tenants, eventIDs, types, entityTypes, entityIDs, versions, orders, states, payloads, headers)
+	n := len(items)
+	rows, err := s.pool.Query(ctx, acceptQuery, append([]any{s.clock()}, args...)...)
 	if err != nil {
 		return nil, fail(ctx, "accept", err)
 	}
@@ -177,4 +154,41 @@ func (s *Store) readHeld(ctx context.Context, query string, items []inbox.Item, 
 			out[i].FirstSeen, out[i].Expires = fromTS(first), fromTS(expires)
 		}
 	}
+}
+
+// acceptArgs are the arguments $2..$17 of acceptQuery: the items as one
+// array per column.
+func acceptArgs(items []inbox.Item) ([]any, error) {
+	n := len(items)
+	var (
+		hashes, digests, payloads                            = make([][]byte, n), make([][]byte, n), make([][]byte, n)
+		windows, orders                                      = make([]int64, n), make([]int64, n)
+		scopes, sources, providers, tenants, eventIDs, types = make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+		entityTypes, entityIDs, versions, states, headers    = make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+		seen                                                 = make(map[dedupe.Hash]bool, n)
+	)
+	for i := range items {
+		it := &items[i]
+		e := &it.Event
+		if seen[e.Hash] {
+			return nil, fmt.Errorf("inbox: accept: %w: %s", ErrRepeatedHash, e.Hash)
+		}
+		seen[e.Hash] = true
+		h, err := json.Marshal(e.Headers)
+		if err != nil {
+			return nil, fmt.Errorf("inbox: headers of %s: %w", e.EventID, err)
+		}
+		hashes[i], windows[i], payloads[i], headers[i] = e.Hash[:], micros(it.Window), e.Payload, string(h)
+		if payloads[i] == nil {
+			payloads[i] = []byte{}
+		}
+		digests[i] = []byte{}
+		if it.Digest != (dedupe.Hash{}) {
+			digests[i] = it.Digest[:]
+		}
+		scopes[i], sources[i], providers[i], tenants[i], eventIDs[i], types[i] = e.Scope, e.Source, e.Provider, e.Tenant, e.EventID, e.Type
+		entityTypes[i], entityIDs[i], versions[i], orders[i], states[i] = e.EntityType, e.EntityID, e.EntityVersion, e.EntityOrder, e.EntityState
+	}
+	return []any{hashes, windows, digests, scopes, sources, providers,
+		tenants, eventIDs, types, entityTypes, entityIDs, versions, orders, states, payloads, headers}, nil
 }
