@@ -237,3 +237,90 @@ func TestCountsFold(t *testing.T) {
 		t.Errorf("after folding: %+v, want %+v (4 accepted, 2 duplicates)", g, w)
 	}
 }
+
+// waitFor checks cond every few milliseconds until it holds, and fails t
+// if it does not within ten seconds.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
+	deadline := time.After(10 * time.Second)
+	for !cond() {
+		select {
+		case <-tick.C:
+		case <-deadline:
+			t.Fatalf("timed out waiting until %s", what)
+		}
+	}
+}
+
+// TestAcceptRacingCopy: while another session (another node) holds an
+// uncommitted key or replay guard digest of an item, Accept of the item
+// waits on the index; once the other commits, the item is a duplicate with
+// the other's times, which Accept's own snapshot could not see, and no
+// event is stored for it.
+func TestAcceptRacingCopy(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		name, insert string
+		key          func(inbox.Item) []byte
+		digest       bool
+	}{
+		{"key", `INSERT INTO inbox_keys (hash, first_seen, expires) VALUES ($1, $2, $3)`,
+			func(it inbox.Item) []byte { return it.Event.Hash[:] }, false},
+		{"digest", `INSERT INTO inbox_digests (digest, first_seen, expires) VALUES ($1, $2, $3)`,
+			func(it inbox.Item) []byte { return it.Digest[:] }, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			ctx := t.Context()
+			url := pgtest.New(t)
+			s := open(t, url, nil)
+			it := testItem("racing")
+			if c.digest {
+				it.Digest = dedupe.Key{Provider: "digest", EventID: "racing"}.Hash()
+			}
+			other, err := pgx.Connect(ctx, url)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer other.Close(context.Background())
+			tx, err := other.Begin(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			first := time.Date(2031, time.March, 4, 5, 6, 7, 0, time.UTC)
+			if _, err := tx.Exec(ctx, c.insert, c.key(it), first, first.Add(time.Hour)); err != nil {
+				t.Fatal(err)
+			}
+			type result struct {
+				out []inbox.Outcome
+				err error
+			}
+			done := make(chan result, 1)
+			go func() {
+				out, err := s.Accept(ctx, []inbox.Item{it})
+				done <- result{out, err}
+			}()
+			waitFor(t, "Accept waits on the other session's insert", func() bool {
+				var waiting bool
+				err := other.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_stat_activity
+					WHERE datname = current_database() AND wait_event_type = 'Lock')`).Scan(&waiting)
+				return err == nil && waiting
+			})
+			if err := tx.Commit(ctx); err != nil {
+				t.Fatal(err)
+			}
+			r := <-done
+			if r.err != nil {
+				t.Fatal(r.err)
+			}
+			if o := r.out[0]; o.Status != dedupe.Duplicate || o.ID != 0 || !o.FirstSeen.Equal(first) || !o.Expires.Equal(first.Add(time.Hour)) {
+				t.Errorf("racing copy: %+v, want a duplicate first seen %v, expiring an hour later", o, first)
+			}
+			if evs, err := s.List(ctx, inbox.Filter{}); err != nil || len(evs) != 0 {
+				t.Errorf("stored events %v, %v; want none", evs, err)
+			}
+		})
+	}
+}
