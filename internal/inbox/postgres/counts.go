@@ -1,9 +1,7 @@
 package postgres
 
 import (
-	"cmp"
 	"context"
-	"slices"
 
 	"github.com/jackc/pgx/v5"
 
@@ -30,20 +28,13 @@ func (c counts) save(ctx context.Context, tx pgx.Tx) error {
 		sources, counters []string
 		deltas            []int64
 	)
-	keys := make([][2]string, 0, len(c))
 	for k, n := range c {
 		if n != 0 {
-			keys = append(keys, k)
+			sources, counters, deltas = append(sources, k[0]), append(counters, k[1]), append(deltas, n)
 		}
 	}
-	if len(keys) == 0 {
+	if len(deltas) == 0 {
 		return nil
-	}
-	slices.SortFunc(keys, func(a, b [2]string) int {
-		return cmp.Or(cmp.Compare(a[0], b[0]), cmp.Compare(a[1], b[1]))
-	})
-	for _, k := range keys {
-		sources, counters, deltas = append(sources, k[0]), append(counters, k[1]), append(deltas, c[k])
 	}
 	_, err := tx.Exec(ctx, `INSERT INTO inbox_counts (source, counter, shard, n)
 		SELECT source, counter, pg_backend_pid(), n FROM unnest($1::text[], $2::text[], $3::bigint[]) AS c(source, counter, n)

@@ -136,6 +136,13 @@ func (s *Store) recordDone(ctx context.Context, tx pgx.Tx, owner string, done []
 		ids[i], dests[i], ats[i], durations[i], codes[i] = a.EventID, a.Destination, ts(a.At), int64(a.Duration), int32(a.Code)
 		errs[i], bodies[i], states[i], nexts[i] = a.Error, a.Body, string(dn.Status), ts(next)
 	}
+	// Lock the events first, in id order, as Finish and Replay do before
+	// they touch deliveries: settle needs the locks (see there), and one
+	// order of events before deliveries everywhere keeps a late attempt's
+	// record and a replay of its event from deadlocking.
+	if _, err := tx.Exec(ctx, `SELECT id FROM inbox_events WHERE id = ANY($1) ORDER BY id FOR UPDATE`, ids); err != nil {
+		return err
+	}
 	rows, err := tx.Query(ctx, recordQuery, s.clock(), ids, dests, ats, durations, codes, errs, bodies, states, owner, nexts)
 	if err != nil {
 		return err

@@ -201,18 +201,13 @@ WHERE e.id = agg.event_id AND agg.pending = 0 AND e.status = 'delivering'
 RETURNING e.id, e.source, e.status, e.last_error`
 
 // settle settles the events ids whose last open delivery ended, in tx,
-// and returns them. It first locks the events in id order: two
-// transactions ending an event's last two deliveries then take turns, and
-// the second, whose statement starts after the first committed, sees both
-// deliveries ended. Without the lock each would see the other's delivery
-// still pending and the event would stay delivering.
+// and returns them. The caller holds the events' row locks, taken before
+// it changed their deliveries: two transactions ending an event's last
+// two deliveries then take turns, and the second, whose statements start
+// after the first committed, sees both deliveries ended. Without the lock
+// each would see the other's delivery still pending and the event would
+// stay delivering.
 func (s *Store) settle(ctx context.Context, tx pgx.Tx, ids []int64) ([]inbox.Settled, error) {
-	ids = slices.Clone(ids)
-	slices.Sort(ids)
-	ids = slices.Compact(ids)
-	if _, err := tx.Exec(ctx, `SELECT id FROM inbox_events WHERE id = ANY($1) ORDER BY id FOR UPDATE`, ids); err != nil {
-		return nil, err
-	}
 	rows, err := tx.Query(ctx, settleQuery, s.clock(), ids)
 	if err != nil {
 		return nil, err
