@@ -40,11 +40,20 @@
 // without waiting for each other; every lease-guarded write checks the
 // owner, and reports the results of a lease it lost as SQLite's inbox
 // does ([inbox.LostError], [inbox.Dispatched].Lost). Writes that lock
-// several rows of one kind lock them in one order (keys by hash, events by
-// id, entities by a sorted advisory lock), so concurrent transactions wait
-// for each other rather than deadlock.
+// several rows lock them in one order (keys and digests by their bytes,
+// events by id and before their deliveries, entities by a sorted advisory
+// lock taken after their events), so concurrent transactions wait for each
+// other rather than deadlock; sweeps skip locked rows instead of waiting.
+// [Store.Apply] holds the locks of the entities it writes while it reads
+// and writes them, so the version guard holds across nodes.
 //
 // No row is written by every accept or every finish, which would make all
 // nodes take turns: counts are kept in shards, one per database session,
-// summed by [Store.Stats] and folded by [Store.Sweep].
+// summed by [Store.Stats] and folded by [Store.Sweep]. Stats otherwise
+// reads the first entries of partial indexes on the open statuses, and
+// never the whole events table.
+//
+// Unlike the SQLite inbox, Accept refuses a batch that carries one hash
+// twice ([ErrRepeatedHash]), which the [inbox.Store] contract rules out:
+// one statement cannot take one key twice.
 package postgres
