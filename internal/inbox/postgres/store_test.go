@@ -1,8 +1,10 @@
 package postgres_test
 
 import (
+	"errors"
 	"testing"
 
+	"github.com/hookgate/hookgate/dedupe"
 	"github.com/hookgate/hookgate/internal/inbox"
 	"github.com/hookgate/hookgate/internal/inbox/inboxtest"
 	"github.com/hookgate/hookgate/internal/inbox/postgres"
@@ -37,4 +39,18 @@ func TestNodes(t *testing.T) {
 		url := pgtest.New(t)
 		return func() inbox.Store { return open(t, url, clock) }
 	})
+}
+
+// TestAcceptRepeatedHash: a batch that carries one hash twice is the
+// caller's mistake, reported as such, and writes nothing.
+func TestAcceptRepeatedHash(t *testing.T) {
+	t.Parallel()
+	s := open(t, pgtest.New(t), nil)
+	_, err := s.Accept(t.Context(), []inbox.Item{testItem("a"), testItem("b"), testItem("a")})
+	if !errors.Is(err, postgres.ErrRepeatedHash) || errors.Is(err, dedupe.ErrUnavailable) {
+		t.Fatalf("Accept of a repeated hash: %v, want ErrRepeatedHash only", err)
+	}
+	if evs, err := s.List(t.Context(), inbox.Filter{}); err != nil || len(evs) != 0 {
+		t.Errorf("stored %v, %v; want nothing", evs, err)
+	}
 }
