@@ -150,6 +150,10 @@ func readApplyRows(ctx context.Context, tx pgx.Tx, ids []int64) (map[int64]*appl
 	return out, rows.Err()
 }
 
+// headsQuery reads the stored entities among the ($1, $2, $3) triples.
+const headsQuery = `SELECT tenant, type, id, version, ord, state, event_id FROM inbox_entities
+	WHERE (tenant, type, id) IN (SELECT * FROM unnest($1::text[], $2::text[], $3::text[]))`
+
 // readHeads locks the entities of heads and reads the stored ones.
 func readHeads(ctx context.Context, tx pgx.Tx, heads map[entityKey]*entityHead) error {
 	if len(heads) == 0 {
@@ -165,8 +169,7 @@ func readHeads(ctx context.Context, tx pgx.Tx, heads map[entityKey]*entityHead) 
 		tenants, types, ids); err != nil {
 		return err
 	}
-	rows, err := tx.Query(ctx, `SELECT tenant, type, id, version, ord, state, event_id FROM inbox_entities
-		WHERE (tenant, type, id) IN (SELECT * FROM unnest($1::text[], $2::text[], $3::text[]))`, tenants, types, ids)
+	rows, err := tx.Query(ctx, headsQuery, tenants, types, ids)
 	if err != nil {
 		return err
 	}
@@ -209,6 +212,13 @@ func writeHeads(ctx context.Context, tx pgx.Tx, now any, heads map[entityKey]*en
 	return err
 }
 
+// recordsQuery records Apply results, one element of $1..$5 per event.
+const recordsQuery = `UPDATE inbox_events e SET apply_outcome = r.outcome, apply_from = r.from_state,
+	apply_to = r.to_state, apply_transition = r.transition
+	FROM unnest($1::bigint[], $2::text[], $3::text[], $4::text[], $5::boolean[])
+		AS r(id, outcome, from_state, to_state, transition)
+	WHERE e.id = r.id`
+
 // records are Apply results to record on their events.
 type records struct {
 	ids                  []int64
@@ -226,10 +236,7 @@ func (r *records) save(ctx context.Context, tx pgx.Tx) error {
 	if len(r.ids) == 0 {
 		return nil
 	}
-	_, err := tx.Exec(ctx, `UPDATE inbox_events e SET apply_outcome = r.outcome, apply_from = r.from_state,
-		apply_to = r.to_state, apply_transition = r.transition
-		FROM unnest($1::bigint[], $2::text[], $3::text[], $4::text[], $5::boolean[]) AS r(id, outcome, from_state, to_state, transition)
-		WHERE e.id = r.id`, r.ids, r.outcomes, r.froms, r.tos, r.transitions)
+	_, err := tx.Exec(ctx, recordsQuery, r.ids, r.outcomes, r.froms, r.tos, r.transitions)
 	return err
 }
 

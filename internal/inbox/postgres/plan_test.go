@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"fmt"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -57,6 +58,100 @@ func TestAcceptPlan(t *testing.T) {
 	for _, table := range []string{"inbox_keys", "inbox_digests"} {
 		if strings.Contains(text, "Seq Scan on "+table) || !strings.Contains(text, "Index Scan using "+table+"_pkey") {
 			t.Errorf("Accept reads %s without its index:\n%s", table, text)
+		}
+	}
+}
+
+// planFill is a database of some size: 100k events, 1% received and 1%
+// delivering, each with a delivery and an attempt; 100k keys and digests;
+// 25k entities. ANALYZE tells the planner so.
+const planFill = `
+INSERT INTO inbox_keys SELECT substring(sha256(int8send(g)) from 1 for 16), now(), now() + interval '1 hour'
+	FROM generate_series(1, 100000) g;
+INSERT INTO inbox_digests SELECT substring(sha256(int8send(-g)) from 1 for 16), now(), now() + interval '1 hour'
+	FROM generate_series(1, 100000) g;
+INSERT INTO inbox_events (hash, scope, source, provider, tenant, event_id, event_type, entity_type, entity_id,
+	entity_version, entity_order, entity_state, payload, headers, received_at, status, processed_at)
+SELECT substring(sha256(int8send(g)) from 1 for 16), 's', 'shop', 'p', 't', g::text, '', 'charge', 'ch_' || (g % 25000),
+	'', g, 'paid', '\x00', '{}', now(),
+	CASE g % 100 WHEN 0 THEN 'received' WHEN 1 THEN 'delivering' WHEN 2 THEN 'dead' ELSE 'processed' END, now()
+FROM generate_series(1, 100000) g;
+INSERT INTO inbox_deliveries (event_id, destination, source, status)
+	SELECT id, 'app', 'shop', CASE WHEN status = 'delivering' THEN 'pending' ELSE 'delivered' END FROM inbox_events;
+INSERT INTO inbox_attempts (event_id, destination, at, duration, code, error, body)
+	SELECT id, 'app', now(), 1, 200, '', '' FROM inbox_events;
+INSERT INTO inbox_entities SELECT 't', 'charge', 'ch_' || g, '', g, 'paid', g, now() FROM generate_series(1, 25000) g;
+ANALYZE;`
+
+// TestGenericPlans: the statements run on a database of some size read
+// the big tables through their indexes, also in the generic plan that a
+// prepared statement switches to after a few runs (pgx prepares every
+// statement), where the planner does not see the arguments.
+func TestGenericPlans(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	s, err := Open(ctx, pgtest.New(t), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	if _, err := s.pool.Exec(ctx, planFill); err != nil {
+		t.Fatal(err)
+	}
+	conn, err := s.pool.Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Release()
+	c := conn.Conn()
+	if _, err := c.Exec(ctx, "SET plan_cache_mode = force_generic_plan"); err != nil {
+		t.Fatal(err)
+	}
+	replay, _ := replayPick(inbox.ReplayFilter{Dead: true}, 100)
+	const (
+		now  = "NULL::timestamptz"
+		none = "ARRAY['-infinity'::timestamptz]"
+	)
+	statements := []struct{ name, query, args string }{
+		{"accept", acceptQuery, now + `, ARRAY['\x0102030405060708090a0b0c0d0e0f10'::bytea], ARRAY[1]::bigint[],
+			ARRAY[''::bytea], ARRAY['s'], ARRAY['shop'], ARRAY['p'], ARRAY['t'], ARRAY['e'], ARRAY[''], ARRAY[''],
+			ARRAY[''], ARRAY[''], ARRAY[1]::bigint[], ARRAY[''], ARRAY[''::bytea], ARRAY['{}'::jsonb]`},
+		{"lease", leaseQuery, now + ", 'w', 1000, 10"},
+		{"finish", finishQuery, now + ", 'w', ARRAY[5]::bigint[], ARRAY['processed'], " + none + ", ARRAY['']"},
+		{"open deliveries", openDeliveries, "ARRAY[5]::bigint[], ARRAY['app']"},
+		{"settle", settleQuery, now + ", ARRAY[5, 6]::bigint[]"},
+		{"record", recordQuery, now + ", ARRAY[5]::bigint[], ARRAY['app'], " + none + `, ARRAY[1]::bigint[], ARRAY[200],
+			ARRAY[''], ARRAY[''], ARRAY['delivered'], 'w', ` + none},
+		{"lane lease", laneLease, now + ", 'shop', 'app', 'w', 1000, 10"},
+		{"entities", headsQuery, "ARRAY['t'], ARRAY['charge'], ARRAY['ch_1']"},
+		{"apply records", recordsQuery, "ARRAY[5]::bigint[], ARRAY['none'], ARRAY[''], ARRAY[''], ARRAY[false]"},
+		{"replay dead", replay, now + ", 0, 100, 'dead'"},
+		{"sweep events", sweepEventsQuery, "now(), 1000"},
+		{"sweep keys", sweepExpiredQuery("inbox_keys", "hash"), now + ", 1000"},
+		{"sweep digests", sweepExpiredQuery("inbox_digests", "digest"), now + ", 1000"},
+	}
+	scan := regexp.MustCompile(`Seq Scan on inbox_(events|keys|digests|deliveries|attempts|entities)\b`)
+	for i, st := range statements {
+		if _, err := c.Exec(ctx, fmt.Sprintf("PREPARE plan%d AS %s", i, st.query)); err != nil {
+			t.Fatalf("%s: %v", st.name, err)
+		}
+		rows, err := c.Query(ctx, fmt.Sprintf("EXPLAIN EXECUTE plan%d(%s)", i, st.args))
+		if err != nil {
+			t.Fatalf("%s: %v", st.name, err)
+		}
+		var plan []string
+		for rows.Next() {
+			var line string
+			if err := rows.Scan(&line); err != nil {
+				t.Fatal(err)
+			}
+			plan = append(plan, line)
+		}
+		if err := rows.Err(); err != nil {
+			t.Fatalf("%s: %v", st.name, err)
+		}
+		if text := strings.Join(plan, "\n"); scan.MatchString(text) {
+			t.Errorf("%s scans a whole table in its generic plan:\n%s", st.name, text)
 		}
 	}
 }

@@ -22,35 +22,7 @@ func (s *Store) Replay(ctx context.Context, f inbox.ReplayFilter, progress func(
 	if page <= 0 {
 		page = inbox.DefaultLimit
 	}
-	// $1 is the clock, $2 the cursor, $3 the page size.
-	args := []any{nil, int64(0), page}
-	cond := []string{"lease_until <= clock.now", "id > $2",
-		"NOT EXISTS (SELECT 1 FROM inbox_deliveries WHERE event_id = inbox_events.id AND lease_until > clock.now)"}
-	add := func(c string, v any) {
-		args = append(args, v)
-		cond = append(cond, c+" $"+strconv.Itoa(len(args)))
-	}
-	if f.Dead {
-		add("status =", string(inbox.StatusDead))
-	}
-	if f.Source != "" {
-		add("source =", f.Source)
-	}
-	if f.Tenant != "" {
-		add("tenant =", f.Tenant)
-	}
-	if !f.Since.IsZero() {
-		add("received_at >=", f.Since)
-	}
-	if len(f.IDs) > 0 {
-		ids := slices.Clone(f.IDs)
-		slices.Sort(ids)
-		add("id = ANY(", slices.Compact(ids))
-		cond[len(cond)-1] += ")"
-	}
-	pick := `WITH clock AS (SELECT coalesce($1::timestamptz, now()) AS now)
-		SELECT id, source, status FROM inbox_events, clock WHERE ` + strings.Join(cond, " AND ") +
-		` ORDER BY id LIMIT $3 FOR UPDATE OF inbox_events`
+	pick, args := replayPick(f, page)
 	drop := "status <> 'delivered'"
 	var which []any
 	switch {
@@ -78,6 +50,40 @@ func (s *Store) Replay(ctx context.Context, f inbox.ReplayFilter, progress func(
 		}
 		args[1] = last
 	}
+}
+
+// replayPick is the statement that picks and locks a page of the events
+// f selects, and its arguments: $1 is the clock, $2 the cursor (the last
+// id of the page before), $3 the page size.
+func replayPick(f inbox.ReplayFilter, page int) (string, []any) {
+	args := []any{nil, int64(0), page}
+	cond := []string{"lease_until <= clock.now", "id > $2",
+		"NOT EXISTS (SELECT 1 FROM inbox_deliveries WHERE event_id = inbox_events.id AND lease_until > clock.now)"}
+	add := func(c string, v any) {
+		args = append(args, v)
+		cond = append(cond, c+" $"+strconv.Itoa(len(args)))
+	}
+	if f.Dead {
+		add("status =", string(inbox.StatusDead))
+	}
+	if f.Source != "" {
+		add("source =", f.Source)
+	}
+	if f.Tenant != "" {
+		add("tenant =", f.Tenant)
+	}
+	if !f.Since.IsZero() {
+		add("received_at >=", f.Since)
+	}
+	if len(f.IDs) > 0 {
+		ids := slices.Clone(f.IDs)
+		slices.Sort(ids)
+		add("id = ANY(", slices.Compact(ids))
+		cond[len(cond)-1] += ")"
+	}
+	return `WITH clock AS (SELECT coalesce($1::timestamptz, now()) AS now)
+		SELECT id, source, status FROM inbox_events, clock WHERE ` + strings.Join(cond, " AND ") +
+		` ORDER BY id LIMIT $3 FOR UPDATE OF inbox_events`, args
 }
 
 // replayPage puts back the events pick selects and locks, and returns how

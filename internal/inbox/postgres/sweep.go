@@ -52,9 +52,7 @@ func (s *Store) Sweep(ctx context.Context, processedBefore time.Time) (inbox.Swe
 // adds their number to removed.
 func (s *Store) sweepExpired(ctx context.Context, table, column string, removed *int) error {
 	for {
-		tag, err := s.pool.Exec(ctx, `DELETE FROM `+table+` WHERE `+column+` IN (
-			SELECT `+column+` FROM `+table+` WHERE expires <= coalesce($1::timestamptz, now())
-			LIMIT $2 FOR UPDATE SKIP LOCKED)`, s.clock(), sweepChunk)
+		tag, err := s.pool.Exec(ctx, sweepExpiredQuery(table, column), s.clock(), sweepChunk)
 		if err != nil {
 			return fail(ctx, "sweep "+table, err)
 		}
@@ -65,12 +63,26 @@ func (s *Store) sweepExpired(ctx context.Context, table, column string, removed 
 	}
 }
 
+// sweepExpiredQuery deletes up to $2 rows of table (keyed by column)
+// whose expires has passed. The rows are picked into an array first:
+// as a join (IN with a subquery), the generic plan that a prepared
+// statement switches to scanned the whole table to find them.
+func sweepExpiredQuery(table, column string) string {
+	return `DELETE FROM ` + table + ` WHERE ` + column + ` = ANY(ARRAY(
+		SELECT ` + column + ` FROM ` + table + ` WHERE expires <= coalesce($1::timestamptz, now())
+		LIMIT $2 FOR UPDATE SKIP LOCKED))`
+}
+
+// sweepEventsQuery deletes up to $2 events processed before $1, picked
+// into an array for the reason sweepExpiredQuery gives.
+const sweepEventsQuery = `DELETE FROM inbox_events WHERE id = ANY(ARRAY(
+	SELECT id FROM inbox_events WHERE status = 'processed' AND processed_at < $1
+	LIMIT $2 FOR UPDATE SKIP LOCKED)) RETURNING id, source`
+
 // sweepEvents deletes up to sweepChunk events processed before cutoff,
 // with their deliveries and attempt logs, and uncounts them.
 func sweepEvents(ctx context.Context, tx pgx.Tx, cutoff time.Time) (int, error) {
-	rows, err := tx.Query(ctx, `DELETE FROM inbox_events WHERE id IN (
-		SELECT id FROM inbox_events WHERE status = 'processed' AND processed_at < $1
-		LIMIT $2 FOR UPDATE SKIP LOCKED) RETURNING id, source`, cutoff, sweepChunk)
+	rows, err := tx.Query(ctx, sweepEventsQuery, cutoff, sweepChunk)
 	if err != nil {
 		return 0, err
 	}
