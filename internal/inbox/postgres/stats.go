@@ -58,10 +58,7 @@ func (s *Store) Stats(ctx context.Context) (inbox.Stats, error) {
 		return inbox.Stats{}, fail(ctx, "stats", err)
 	}
 	var oldest pgtype.Timestamptz
-	if err := s.pool.QueryRow(ctx, `SELECT min(received_at) FROM (
-		(SELECT received_at FROM inbox_events WHERE status IN ('received', 'retry') ORDER BY id LIMIT 1)
-		UNION ALL
-		(SELECT received_at FROM inbox_events WHERE status = 'delivering' ORDER BY id LIMIT 1)) AS o`).Scan(&oldest); err != nil {
+	if err := s.pool.QueryRow(ctx, oldestQuery).Scan(&oldest); err != nil {
 		return inbox.Stats{}, fail(ctx, "stats", err)
 	}
 	st.OldestPending = fromTS(oldest)
@@ -70,6 +67,19 @@ func (s *Store) Stats(ctx context.Context) (inbox.Stats, error) {
 	}
 	return st, nil
 }
+
+// oldestQuery finds when the oldest open event was received: ids grow
+// with arrival, so it is the first entry of inbox_events_due or of
+// inbox_events_delivering.
+const oldestQuery = `SELECT min(received_at) FROM (
+	(SELECT received_at FROM inbox_events WHERE status IN ('received', 'retry') ORDER BY id LIMIT 1)
+	UNION ALL
+	(SELECT received_at FROM inbox_events WHERE status = 'delivering' ORDER BY id LIMIT 1)) AS o`
+
+// pendingDeliveriesQuery counts the pending deliveries per lane, in the
+// partial index inbox_deliveries_due.
+const pendingDeliveriesQuery = `SELECT source, destination, count(*) FROM inbox_deliveries
+	WHERE status = 'pending' GROUP BY source, destination`
 
 // lanes returns the recorded lane states and the pending deliveries per
 // lane, by source then destination.
@@ -105,8 +115,7 @@ func (s *Store) lanes(ctx context.Context) ([]inbox.LaneState, error) {
 	if err := rows.Err(); err != nil {
 		return nil, err
 	}
-	rows, err = s.pool.Query(ctx, `SELECT source, destination, count(*) FROM inbox_deliveries
-		WHERE status = 'pending' GROUP BY source, destination`)
+	rows, err = s.pool.Query(ctx, pendingDeliveriesQuery)
 	if err != nil {
 		return nil, err
 	}
