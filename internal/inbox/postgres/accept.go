@@ -33,7 +33,7 @@ import (
 const acceptQuery = `WITH input AS (
 	SELECT * FROM unnest($2::bytea[], $3::bigint[], $4::bytea[], $5::text[], $6::text[], $7::text[],
 		$8::text[], $9::text[], $10::text[], $11::text[], $12::text[], $13::text[], $14::bigint[],
-		$15::text[], $16::bytea[], $17::jsonb[]) WITH ORDINALITY
+		$15::text[], $16::bytea[], $17::json[]) WITH ORDINALITY
 	AS i(hash, window_us, digest, scope, source, provider, tenant, event_id, event_type, entity_type,
 		entity_id, entity_version, entity_order, entity_state, payload, headers, ord)
 ), clock AS (
@@ -189,6 +189,7 @@ func acceptArgs(items []inbox.Item) ([]any, error) {
 		scopes[i], sources[i], providers[i], tenants[i], eventIDs[i], types[i] = e.Scope, e.Source, e.Provider, e.Tenant, e.EventID, e.Type
 		entityTypes[i], entityIDs[i], versions[i], orders[i], states[i] = e.EntityType, e.EntityID, e.EntityVersion, e.EntityOrder, e.EntityState
 	}
-	return []any{hashes, windows, digests, scopes, sources, providers,
-		tenants, eventIDs, types, entityTypes, entityIDs, versions, orders, states, payloads, headers}, nil
+	return []any{hashes, windows, digests, texts(scopes), texts(sources), texts(providers), texts(tenants),
+		texts(eventIDs), texts(types), texts(entityTypes), texts(entityIDs), texts(versions), orders, texts(states),
+		payloads, headers}, nil
 }

@@ -134,7 +134,7 @@ func (s *Store) recordDone(ctx context.Context, tx pgx.Tx, owner string, done []
 			next = dn.NextAttemptAt
 		}
 		ids[i], dests[i], ats[i], durations[i], codes[i] = a.EventID, a.Destination, ts(a.At), int64(a.Duration), int32(a.Code)
-		errs[i], bodies[i], states[i], nexts[i] = a.Error, a.Body, string(dn.Status), ts(next)
+		errs[i], bodies[i], states[i], nexts[i] = text(a.Error), text(a.Body), string(dn.Status), ts(next)
 	}
 	// Lock the events first, in id order, as Finish and Replay do before
 	// they touch deliveries: settle needs the locks (see there), and one
@@ -269,7 +269,7 @@ func (s *Store) SetLaneState(ctx context.Context, st inbox.LaneState) error {
 		(source, destination, state, failures, until, last_error, changed_at) VALUES ($1, $2, $3, $4, $5, $6, $7)
 		ON CONFLICT (source, destination) DO UPDATE SET state = excluded.state, failures = excluded.failures,
 		until = excluded.until, last_error = excluded.last_error, changed_at = excluded.changed_at`,
-		st.Source, st.Destination, st.State, st.Failures, ts(st.Until), st.LastError, ts(st.Changed))
+		st.Source, st.Destination, st.State, st.Failures, ts(st.Until), text(st.LastError), ts(st.Changed))
 	if err != nil {
 		return fail(ctx, "lane state", err)
 	}

@@ -15,7 +15,11 @@
 // inbox_counts the event counts by status and the intake counts, per
 // source; inbox_settings named values. Every table starts with inbox_, so
 // the inbox can share a database with the public dedupe/postgres store.
-// Times are timestamptz, and '-infinity' stands for "none".
+// Times are timestamptz, and '-infinity' stands for "none". Text that
+// PostgreSQL cannot hold (NUL, bytes that are not UTF-8) in a key part or
+// a destination's answer is stored with U+FFFD in their place, where the
+// SQLite inbox keeps the bytes; the key's hash is computed before, so
+// duplicates are decided as there.
 //
 // [New] migrates the schema under an advisory lock, recording each
 // version in inbox_schema_migrations, so nodes that start at once apply

@@ -116,7 +116,7 @@ func (s *Store) Finish(ctx context.Context, owner string, results []inbox.Result
 				pairIDs, pairDests = append(pairIDs, r.ID), append(pairDests, d)
 			}
 		}
-		ids[i], statuses[i], nexts[i], errs[i] = r.ID, string(st), ts(next), r.Error
+		ids[i], statuses[i], nexts[i], errs[i] = r.ID, string(st), ts(next), text(r.Error)
 		status[r.ID] = st
 	}
 	var lost []int64

@@ -115,7 +115,7 @@ func TestGenericPlans(t *testing.T) {
 	statements := []struct{ name, query, args string }{
 		{"accept", acceptQuery, now + `, ARRAY['\x0102030405060708090a0b0c0d0e0f10'::bytea], ARRAY[1]::bigint[],
 			ARRAY[''::bytea], ARRAY['s'], ARRAY['shop'], ARRAY['p'], ARRAY['t'], ARRAY['e'], ARRAY[''], ARRAY[''],
-			ARRAY[''], ARRAY[''], ARRAY[1]::bigint[], ARRAY[''], ARRAY[''::bytea], ARRAY['{}'::jsonb]`},
+			ARRAY[''], ARRAY[''], ARRAY[1]::bigint[], ARRAY[''], ARRAY[''::bytea], ARRAY['{}'::json]`},
 		{"lease", leaseQuery, now + ", 'w', 1000, 10"},
 		{"finish", finishQuery, now + ", 'w', ARRAY[5]::bigint[], ARRAY['processed'], " + none + ", ARRAY['']"},
 		{"open deliveries", openDeliveries, "ARRAY[5]::bigint[], ARRAY['app']"},

@@ -22,6 +22,9 @@ var migrations = []string{schemaV1}
 // for "none" (no lease, no next attempt, not processed), so the columns
 // are NOT NULL and a comparison with the clock needs no NULL case.
 //
+// Headers are json, not jsonb: they are stored once and read whole, and
+// jsonb refuses the escape "\u0000" that a header value may need.
+//
 // Every table starts with inbox_ so that the inbox can share a database
 // (and a search_path) with the public dedupe/postgres store.
 const schemaV1 = `
@@ -54,7 +57,7 @@ CREATE TABLE inbox_events (
 	entity_order     bigint      NOT NULL,
 	entity_state     text        NOT NULL,
 	payload          bytea       NOT NULL,
-	headers          jsonb       NOT NULL,
+	headers          json        NOT NULL,
 	received_at      timestamptz NOT NULL,
 	status           text        NOT NULL DEFAULT 'received',
 	attempts         integer     NOT NULL DEFAULT 0,

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgtype"
@@ -132,6 +133,27 @@ func fail(ctx context.Context, op string, err error) error {
 type callerError struct{ err error }
 
 func (e callerError) Error() string { return e.err.Error() }
+
+// text is s as PostgreSQL's text can hold it: NUL and bytes that are not
+// UTF-8 become U+FFFD. A sender can put either in a key part (a JSON
+// "\u0000", a header's raw bytes) and a destination in its answer; the
+// database would refuse the whole statement, and so a whole batch, for
+// one such string. Stored names and messages are for reading; the key's
+// hash, computed from the original, still decides duplicates.
+func text(s string) string {
+	if utf8.ValidString(s) && strings.IndexByte(s, 0) < 0 {
+		return s
+	}
+	return strings.ReplaceAll(strings.ToValidUTF8(s, "\uFFFD"), "\x00", "\uFFFD")
+}
+
+// texts applies text to each of ss in place and returns ss.
+func texts(ss []string) []string {
+	for i := range ss {
+		ss[i] = text(ss[i])
+	}
+	return ss
+}
 
 // micros is d in whole microseconds, PostgreSQL's resolution; statements
 // turn it into an interval with $n::bigint * interval '1 microsecond'.
