@@ -74,7 +74,7 @@ func New(ctx context.Context, pool *pgxpool.Pool, opts Options) (*Store, error) 
 	if err := migrate(ctx, pool); err != nil {
 		return nil, fail(ctx, "open: migrate", err)
 	}
-	return &Store{pool: pool, now: opts.Now, owned: false}, nil
+	return &Store{pool: pool, now: opts.Now}, nil
 }
 
 // Pool is the connection pool the Store uses.
