@@ -861,3 +861,17 @@ func TestPostgresDatabase(t *testing.T) {
 		t.Errorf("bad URL: %v; want an error that does not show the password", err)
 	}
 }
+
+// An admin token of blanks would open the admin API to anyone who sends
+// the same blanks.
+func TestBlankAdminToken(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "token")
+	if err := os.WriteFile(path, []byte(" \n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, err := Parse([]byte("admin:\n  token: file:" + path + "\n"))
+	if !errors.Is(err, ErrSecret) || !strings.Contains(err.Error(), "admin.token") || !strings.Contains(err.Error(), "whitespace only") {
+		t.Errorf("Parse = %v, want admin.token refused as whitespace only", err)
+	}
+}

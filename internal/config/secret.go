@@ -105,6 +105,12 @@ func (s *Secret) resolve(lookupEnv func(string) (string, bool)) error {
 			return fmt.Errorf("%w: %s is empty", ErrSecret, s.ref)
 		}
 	}
+	// A secret of spaces is a mistake (a value quoted wrong, a file of
+	// blanks) that would leave a source or the admin API open to anyone
+	// who sends the same spaces.
+	if strings.TrimSpace(v) == "" {
+		return fmt.Errorf("%w: %s is empty (whitespace only)", ErrSecret, s.ref)
+	}
 	s.value = v
 	return nil
 }

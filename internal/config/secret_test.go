@@ -73,6 +73,8 @@ func TestSecretFile(t *testing.T) {
 		{" abc ", " abc ", false},
 		{"\n", "", true},
 		{"", "", true},
+		{" ", "", true},
+		{" \t\n\n", "", true},
 	}
 	for i, tt := range tests {
 		path := filepath.Join(dir, fmt.Sprint(i))
