@@ -5,7 +5,9 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"io/fs"
 	"net/url"
+	"os"
 
 	// The pure-Go SQLite driver; it registers itself as "sqlite".
 	_ "modernc.org/sqlite"
@@ -38,6 +40,9 @@ var ErrNotDurable = errors.New("dedupe/sqlite: database cannot be made durable")
 // returns [ErrNotDurable] if not. The gateway shares the returned *sql.DB
 // between the dedupe table and its inbox.
 func OpenDB(path string) (*sql.DB, error) {
+	if err := createPrivate(path); err != nil {
+		return nil, fmt.Errorf("dedupe/sqlite: open %s: %w", path, err)
+	}
 	db, err := sql.Open("sqlite", dsn(path))
 	if err != nil {
 		return nil, fmt.Errorf("dedupe/sqlite: open %s: %w", path, err)
@@ -47,6 +52,21 @@ func OpenDB(path string) (*sql.DB, error) {
 		return nil, fmt.Errorf("dedupe/sqlite: open %s: %w", path, err)
 	}
 	return db, nil
+}
+
+// createPrivate creates the database file, when it does not exist yet,
+// readable and writable by its owner only: it holds every payload and the
+// demo source's secret. SQLite creates the -wal and -shm files with the
+// database file's permissions.
+func createPrivate(path string) error {
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
+	if errors.Is(err, fs.ErrExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	return f.Close()
 }
 
 // dsn is the modernc.org/sqlite data source name for the file at path. The
