@@ -351,6 +351,16 @@ type Backend interface {
 	Close() error
 }
 
+// Leader is implemented by backends that several nodes share: the node
+// that holds the lead runs the periodic sweep, the others skip it. A
+// backend of one node (SQLite) does not implement it, and always sweeps.
+type Leader interface {
+	// Lead reports whether this node holds the lead, taking it when
+	// nobody does. A node that dies or loses its connection gives it up,
+	// and another node's next Lead takes it.
+	Lead(ctx context.Context) (bool, error)
+}
+
 // Store is a durable inbox. Implementations are safe for concurrent use.
 type Store interface {
 	// Accept claims the items' keys, stores the new events and commits the

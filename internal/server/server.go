@@ -204,7 +204,8 @@ func (s *Server) Run(ctx context.Context) error {
 }
 
 // sweepEvery removes expired dedupe keys and processed events older than
-// the retention, once per sweep period.
+// the retention, once per sweep period; on a database several nodes share,
+// only the node holding the lead does.
 func (s *Server) sweepEvery(ctx context.Context) {
 	tick := time.NewTicker(time.Duration(s.cfg.SweepEvery))
 	defer tick.Stop()
@@ -213,6 +214,9 @@ func (s *Server) sweepEvery(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-tick.C:
+			if !s.leads(ctx) {
+				continue
+			}
 			res, err := s.store.Sweep(ctx, s.now().Add(-time.Duration(s.cfg.Retention)))
 			if err != nil {
 				s.log.Error("sweep", "err", err)
@@ -221,6 +225,20 @@ func (s *Server) sweepEvery(ctx context.Context) {
 			s.log.Info("sweep", "keys", res.Keys, "digests", res.Digests, "events", res.Events)
 		}
 	}
+}
+
+// leads reports whether this node runs the periodic sweep: always on a
+// backend of one node, only while it holds the lead on a shared one.
+func (s *Server) leads(ctx context.Context) bool {
+	l, ok := s.store.(inbox.Leader)
+	if !ok {
+		return true
+	}
+	held, err := l.Lead(ctx)
+	if err != nil {
+		s.log.Error("sweep: taking the lead", "err", err)
+	}
+	return held
 }
 
 // Sources are the configured sources, in configuration order.

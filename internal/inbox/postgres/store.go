@@ -24,6 +24,7 @@ type Store struct {
 	pool  *pgxpool.Pool
 	now   func() time.Time
 	owned bool
+	lead  leader
 }
 
 var _ inbox.Store = (*Store)(nil)
@@ -82,6 +83,7 @@ func (s *Store) Pool() *pgxpool.Pool { return s.pool }
 
 // Close closes the pool when the Store opened it.
 func (s *Store) Close() error {
+	s.lead.resign()
 	if s.owned {
 		s.pool.Close()
 	}
