@@ -59,6 +59,9 @@ func OpenDB(path string) (*sql.DB, error) {
 // demo source's secret. SQLite creates the -wal and -shm files with the
 // database file's permissions.
 func createPrivate(path string) error {
+	if path == "" || path == ":memory:" {
+		return nil // SQLite keeps these in memory
+	}
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
 	if errors.Is(err, fs.ErrExist) {
 		return nil
