@@ -3,7 +3,6 @@ package postgres
 import (
 	"cmp"
 	"context"
-	"fmt"
 	"slices"
 	"time"
 
@@ -60,15 +59,8 @@ func scanDelivery(row pgx.Row, extra ...any) (inbox.Delivery, error) {
 // attempts end or slots free up, so one transaction records what finished
 // and takes what is due next.
 func (s *Store) Dispatch(ctx context.Context, owner string, lane inbox.Lane, done []inbox.Done, n int, d time.Duration) (inbox.Dispatched, error) {
-	if owner == "" {
-		return inbox.Dispatched{}, fmt.Errorf("inbox: dispatch: %w", ErrNoOwner)
-	}
-	for _, dn := range done {
-		switch dn.Status {
-		case inbox.DeliveryPending, inbox.DeliveryDelivered, inbox.DeliveryFailed:
-		default:
-			return inbox.Dispatched{}, fmt.Errorf("inbox: dispatch: event %d: %w %q", dn.Attempt.EventID, ErrBadResult, dn.Status)
-		}
+	if err := inbox.CheckDispatch(owner, done); err != nil {
+		return inbox.Dispatched{}, err
 	}
 	if len(done) == 0 && n <= 0 {
 		return inbox.Dispatched{}, nil

@@ -3,7 +3,6 @@ package postgres
 import (
 	"cmp"
 	"context"
-	"fmt"
 	"slices"
 	"time"
 
@@ -35,8 +34,8 @@ RETURNING ` + eventColumns
 
 // Lease implements inbox.Store.
 func (s *Store) Lease(ctx context.Context, owner string, n int, d time.Duration) ([]inbox.Event, error) {
-	if owner == "" {
-		return nil, fmt.Errorf("inbox: lease: %w", ErrNoOwner)
+	if err := inbox.CheckLease(owner); err != nil {
+		return nil, err
 	}
 	if n <= 0 {
 		return nil, nil
@@ -87,15 +86,8 @@ const openDeliveries = `INSERT INTO inbox_deliveries (event_id, destination, sou
 // at once. A processed event gets ProcessedAt = now; NextAttemptAt is kept
 // only for a retry.
 func (s *Store) Finish(ctx context.Context, owner string, results []inbox.Result) error {
-	if owner == "" {
-		return fmt.Errorf("inbox: finish: %w", ErrNoOwner)
-	}
-	for _, r := range results {
-		switch r.Status {
-		case inbox.StatusProcessed, inbox.StatusRetry, inbox.StatusDead:
-		default:
-			return fmt.Errorf("inbox: finish event %d: %w %q", r.ID, ErrBadResult, r.Status)
-		}
+	if err := inbox.CheckFinish(owner, results); err != nil {
+		return err
 	}
 	if len(results) == 0 {
 		return nil

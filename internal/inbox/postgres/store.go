@@ -38,19 +38,9 @@ type Options struct {
 	Now func() time.Time
 }
 
-var (
-	// ErrNoOwner is returned by Lease, Finish and Dispatch for an empty
-	// owner: an event nobody holds has an empty owner, so Finish with one
-	// would finish events that were never leased.
-	ErrNoOwner = errors.New("inbox/postgres: lease owner is empty")
-	// ErrBadResult is returned by Finish for a result whose status is not
-	// processed, retry or dead, and by Dispatch for an unknown delivery
-	// status.
-	ErrBadResult = errors.New("inbox/postgres: invalid status")
-	// ErrRepeatedHash is returned by Accept for a batch that carries one
-	// hash twice, which the inbox.Store contract rules out.
-	ErrRepeatedHash = errors.New("inbox/postgres: hash repeated in one batch")
-)
+// ErrRepeatedHash is returned by Accept for a batch that carries one hash
+// twice, which the inbox.Store contract rules out.
+var ErrRepeatedHash = errors.New("inbox/postgres: hash repeated in one batch")
 
 // Open connects to the database at url (a PostgreSQL connection string),
 // creates or migrates the inbox tables, and returns a Store whose Close

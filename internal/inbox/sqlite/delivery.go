@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"context"
 	"database/sql"
-	"fmt"
 	"slices"
 	"time"
 
@@ -61,15 +60,8 @@ func scanDelivery(row interface{ Scan(...any) error }) (inbox.Delivery, error) {
 // attempts end or slots free up, so one write transaction records what
 // finished and takes what is due next.
 func (s *Store) Dispatch(ctx context.Context, owner string, lane inbox.Lane, done []inbox.Done, n int, d time.Duration) (inbox.Dispatched, error) {
-	if owner == "" {
-		return inbox.Dispatched{}, fmt.Errorf("inbox: dispatch: %w", ErrNoOwner)
-	}
-	for _, dn := range done {
-		switch dn.Status {
-		case inbox.DeliveryPending, inbox.DeliveryDelivered, inbox.DeliveryFailed:
-		default:
-			return inbox.Dispatched{}, fmt.Errorf("inbox: dispatch: event %d: %w %q", dn.Attempt.EventID, ErrBadResult, dn.Status)
-		}
+	if err := inbox.CheckDispatch(owner, done); err != nil {
+		return inbox.Dispatched{}, err
 	}
 	var out inbox.Dispatched
 	err := s.write(ctx, "dispatch", func(tx *sql.Tx) error {

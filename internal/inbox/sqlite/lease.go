@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"context"
 	"database/sql"
-	"fmt"
 	"slices"
 	"time"
 
@@ -28,8 +27,8 @@ const leaseQuery = `UPDATE events SET lease_owner = ?, lease_until = ?, attempts
 // write transaction, which SQLite runs one at a time across connections
 // and processes, so no two leasers get the same event.
 func (s *Store) Lease(ctx context.Context, owner string, n int, d time.Duration) ([]inbox.Event, error) {
-	if owner == "" {
-		return nil, fmt.Errorf("inbox: lease: %w", ErrNoOwner)
+	if err := inbox.CheckLease(owner); err != nil {
+		return nil, err
 	}
 	if n <= 0 {
 		return nil, nil
@@ -69,15 +68,8 @@ func (s *Store) Lease(ctx context.Context, owner string, n int, d time.Duration)
 // at once. A processed event gets ProcessedAt = now; NextAttemptAt is kept
 // only for a retry.
 func (s *Store) Finish(ctx context.Context, owner string, results []inbox.Result) error {
-	if owner == "" {
-		return fmt.Errorf("inbox: finish: %w", ErrNoOwner)
-	}
-	for _, r := range results {
-		switch r.Status {
-		case inbox.StatusProcessed, inbox.StatusRetry, inbox.StatusDead:
-		default:
-			return fmt.Errorf("inbox: finish event %d: %w %q", r.ID, ErrBadResult, r.Status)
-		}
+	if err := inbox.CheckFinish(owner, results); err != nil {
+		return err
 	}
 	if len(results) == 0 {
 		return nil

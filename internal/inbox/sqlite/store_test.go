@@ -194,17 +194,17 @@ func TestErrors(t *testing.T) {
 	s := open(t, dedupetest.NewClock(time.Unix(1800000000, 0)))
 	ctx := t.Context()
 	ids := fill(t, s, 2)
-	if _, err := s.Lease(ctx, "", 1, time.Minute); !errors.Is(err, sqlite.ErrNoOwner) {
+	if _, err := s.Lease(ctx, "", 1, time.Minute); !errors.Is(err, inbox.ErrNoOwner) {
 		t.Errorf("Lease with no owner: %v, want ErrNoOwner", err)
 	}
-	if err := s.Finish(ctx, "", []inbox.Result{{ID: ids[0], Status: inbox.StatusProcessed}}); !errors.Is(err, sqlite.ErrNoOwner) {
+	if err := s.Finish(ctx, "", []inbox.Result{{ID: ids[0], Status: inbox.StatusProcessed}}); !errors.Is(err, inbox.ErrNoOwner) {
 		t.Errorf("Finish with no owner: %v, want ErrNoOwner", err)
 	}
 	if _, err := s.Lease(ctx, "w", 2, time.Minute); err != nil {
 		t.Fatal(err)
 	}
 	err := s.Finish(ctx, "w", []inbox.Result{{ID: ids[0], Status: inbox.StatusProcessed}, {ID: ids[1], Status: inbox.StatusReceived}})
-	if !errors.Is(err, sqlite.ErrBadResult) {
+	if !errors.Is(err, inbox.ErrBadResult) {
 		t.Errorf("Finish to received: %v, want ErrBadResult", err)
 	}
 	if e, _ := s.Get(ctx, ids[0]); e.Status != inbox.StatusReceived {
@@ -212,10 +212,10 @@ func TestErrors(t *testing.T) {
 	}
 	lane := inbox.Lane{Source: "stripe", Destination: "app"}
 	sent := []inbox.Done{{Status: "sent", Attempt: inbox.Attempt{EventID: ids[0], Destination: "app"}}}
-	if _, err := s.Dispatch(ctx, "w", lane, sent, 1, time.Minute); !errors.Is(err, sqlite.ErrBadResult) {
+	if _, err := s.Dispatch(ctx, "w", lane, sent, 1, time.Minute); !errors.Is(err, inbox.ErrBadResult) {
 		t.Errorf("Dispatch of an attempt with status sent: %v, want ErrBadResult", err)
 	}
-	if _, err := s.Dispatch(ctx, "", lane, nil, 1, time.Minute); !errors.Is(err, sqlite.ErrNoOwner) {
+	if _, err := s.Dispatch(ctx, "", lane, nil, 1, time.Minute); !errors.Is(err, inbox.ErrNoOwner) {
 		t.Errorf("Dispatch with no owner: %v, want ErrNoOwner", err)
 	}
 	evs := []inbox.Event{{ID: ids[0]}, {ID: ids[1] + 100}}

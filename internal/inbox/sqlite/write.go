@@ -10,17 +10,6 @@ import (
 	"time"
 )
 
-var (
-	// ErrNoOwner is returned by Lease and Finish for an empty owner: an
-	// event nobody holds has an empty owner, so Finish with one would
-	// finish events that were never leased.
-	ErrNoOwner = errors.New("inbox/sqlite: lease owner is empty")
-	// ErrBadResult is returned by Finish for a result whose status is not
-	// processed, retry or dead, and by Dispatch for an unknown delivery
-	// status.
-	ErrBadResult = errors.New("inbox/sqlite: invalid status")
-)
-
 // idChunk is how many ids one statement binds; it stays far below
 // SQLite's limit on bound parameters.
 const idChunk = 500
