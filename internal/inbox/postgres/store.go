@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -223,49 +222,6 @@ func (s *Store) Get(ctx context.Context, id int64) (inbox.Event, error) {
 		return e, fail(ctx, "get", err)
 	}
 	return e, nil
-}
-
-// List implements inbox.Store.
-func (s *Store) List(ctx context.Context, f inbox.Filter) ([]inbox.Event, error) {
-	var (
-		where []string
-		args  []any
-	)
-	add := func(cond string, v any) {
-		args = append(args, v)
-		where = append(where, cond+" $"+strconv.Itoa(len(args)))
-	}
-	if f.Source != "" {
-		add("source =", f.Source)
-	}
-	if f.Tenant != "" {
-		add("tenant =", f.Tenant)
-	}
-	if f.Status != "" {
-		add("status =", string(f.Status))
-	}
-	if f.BeforeID > 0 {
-		add("id <", f.BeforeID)
-	}
-	limit := f.Limit
-	if limit <= 0 {
-		limit = inbox.DefaultLimit
-	}
-	q := `SELECT ` + columns + ` FROM inbox_events`
-	if len(where) > 0 {
-		q += ` WHERE ` + strings.Join(where, " AND ")
-	}
-	args = append(args, limit)
-	q += ` ORDER BY id DESC LIMIT $` + strconv.Itoa(len(args))
-	rows, err := s.pool.Query(ctx, q, args...)
-	if err != nil {
-		return nil, fail(ctx, "list", err)
-	}
-	events, err := collectEvents(rows)
-	if err != nil {
-		return nil, fail(ctx, "list", err)
-	}
-	return events, nil
 }
 
 // collectEvents reads every row of rows with scanEvent and closes rows.
