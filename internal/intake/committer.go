@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hookgate/hookgate/dedupe"
@@ -58,6 +59,10 @@ type Committer struct {
 	queue     chan []*pending // one request's new events each
 	stop      chan struct{}
 	done      chan struct{}
+	writers   sync.WaitGroup // the run loops
+
+	// writeErr is the error of the last write, nil once one succeeded.
+	writeErr atomic.Pointer[error]
 
 	mu       sync.Mutex
 	closed   bool
@@ -69,6 +74,16 @@ type Committer struct {
 // Acceptor is the part of an inbox the committer writes through.
 type Acceptor interface {
 	Accept(ctx context.Context, items []inbox.Item) ([]inbox.Outcome, error)
+}
+
+// ParallelAcceptor is an Acceptor that takes several batches at once to
+// advantage (a client-server database, where one batch's round trip and
+// commit can overlap another's). The committer runs AcceptWriters writers;
+// a store without it gets one, which is what a single-writer engine such
+// as SQLite can use.
+type ParallelAcceptor interface {
+	Acceptor
+	AcceptWriters() int
 }
 
 // pending is one event on its way into the store.
@@ -105,8 +120,28 @@ func NewCommitter(store Acceptor, opts CommitterOptions) *Committer {
 	case opts.RecentKeys > 0:
 		c.recent = newRecent(opts.RecentKeys)
 	}
-	go c.run()
+	writers := 1
+	if p, ok := store.(ParallelAcceptor); ok && p.AcceptWriters() > 1 {
+		writers = p.AcceptWriters()
+	}
+	for range writers {
+		c.writers.Go(c.run)
+	}
+	go func() {
+		c.writers.Wait()
+		close(c.done)
+	}()
 	return c
+}
+
+// WriteErr is the error of the most recent write to the store, or nil when
+// it succeeded (or nothing was written yet): a store that answers reads
+// but fails every write (a full disk, a read-only file) shows here.
+func (c *Committer) WriteErr() error {
+	if p := c.writeErr.Load(); p != nil {
+		return *p
+	}
+	return nil
 }
 
 // Submit offers the items of one request for storage and waits until each
@@ -248,8 +283,10 @@ func (c *Committer) forget(ps []*pending) {
 	c.mu.Unlock()
 }
 
+// run is one writer: it takes a batch from the queue, writes it, and
+// repeats until Close. Single-flight keeps an event out of two writers'
+// batches at once.
 func (c *Committer) run() {
-	defer close(c.done)
 	var next []*pending // a request that did not fit in the last batch
 	batch := make([]*pending, 0, c.maxBatch)
 	for {
@@ -300,6 +337,11 @@ func (c *Committer) write(batch []*pending) {
 		items[i] = p.item
 	}
 	outs, err := c.store.Accept(context.Background(), items)
+	if err != nil {
+		c.writeErr.Store(&err)
+	} else {
+		c.writeErr.Store(nil)
+	}
 	c.forget(batch)
 	if err == nil && c.committed != nil {
 		c.committed()

@@ -159,7 +159,8 @@ func TestJoinedCopiesShareTheFailure(t *testing.T) {
 }
 
 // A write that fails is not remembered: the same event submitted again
-// reaches the store and is new (G4).
+// reaches the store and is new (G4). WriteErr tells the failing write
+// (readiness reads it) and clears once a write succeeds.
 func TestFailedWriteIsNotRemembered(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		s := newGatedStore(t)
@@ -174,6 +175,9 @@ func TestFailedWriteIsNotRemembered(t *testing.T) {
 			}
 			s.gate <- gate
 			a := <-ch
+			if got := c.WriteErr(); !errors.Is(got, gate) {
+				t.Fatalf("attempt %d: WriteErr %v, want %v", attempt, got, gate)
+			}
 			switch {
 			case gate != nil && a.err == nil:
 				t.Fatalf("attempt %d: %+v, want the store's error", attempt, a)
@@ -260,4 +264,39 @@ func TestRecentKeysAreBounded(t *testing.T) {
 	if reached := store.items.Load() - before; reached < keys-size {
 		t.Fatalf("%d of %d resubmitted keys reached the store: the memory holds more than %d", reached, keys, size)
 	}
+}
+
+// parallelStore is a gatedStore that asks for two writers.
+type parallelStore struct{ *gatedStore }
+
+func (parallelStore) AcceptWriters() int { return 2 }
+
+// A store that takes concurrent writes gets them: while one batch's write
+// is running, the next request's batch is written beside it instead of
+// queuing behind it.
+func TestParallelWriters(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := parallelStore{newGatedStore(t)}
+		c := intake.NewCommitter(s, intake.CommitterOptions{})
+		defer c.Close()
+		first := submitAsync(c, s.gatedStore, item("evt_one"))
+		<-s.calls
+		second := submitAsync(c, s.gatedStore, item("evt_two"))
+		synctest.Wait()
+		select {
+		case got := <-s.calls:
+			if len(got) != 1 || got[0].Event.EventID != "evt_two" {
+				t.Fatalf("second write: %+v", got)
+			}
+		default:
+			t.Fatal("the second request waited for the first write: one writer")
+		}
+		s.gate <- nil
+		s.gate <- nil
+		for _, ch := range []<-chan answer{first, second} {
+			if a := <-ch; a.err != nil || a.out.Status != dedupe.New {
+				t.Fatalf("%+v, want new", a)
+			}
+		}
+	})
 }
