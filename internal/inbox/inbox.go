@@ -361,6 +361,17 @@ type Leader interface {
 	Lead(ctx context.Context) (bool, error)
 }
 
+// Watcher is implemented by backends that several nodes share, so that a
+// node's workers wake when any node stores new events rather than at their
+// next poll.
+type Watcher interface {
+	// Watch calls wake soon after new events are committed, by this node
+	// or another, until ctx ends. A notification may be lost (a dropped
+	// connection); wake is then called when watching resumes, and the
+	// workers' poll remains the fallback. Watch returns when ctx ends.
+	Watch(ctx context.Context, wake func()) error
+}
+
 // Store is a durable inbox. Implementations are safe for concurrent use.
 type Store interface {
 	// Accept claims the items' keys, stores the new events and commits the

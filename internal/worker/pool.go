@@ -138,7 +138,8 @@ type Options struct {
 	// attempt.
 	Lease time.Duration
 	// Idle is how long a worker or a destination's dispatcher with
-	// nothing due waits before looking again, unless Notify wakes it.
+	// nothing due waits before looking again, unless Notify wakes it (as
+	// a store that is an inbox.Watcher does when any node stores events).
 	Idle time.Duration
 	// Client makes the deliveries; nil means deliver.New(nil).
 	Client *deliver.Client
@@ -261,6 +262,9 @@ func (p *Pool) Run(ctx context.Context) error {
 	}
 	for _, l := range p.order {
 		wg.Go(func() { l.run(ctx) })
+	}
+	if w, ok := p.opts.Store.(inbox.Watcher); ok {
+		wg.Go(func() { w.Watch(ctx, p.Notify) })
 	}
 	wg.Wait()
 	return nil

@@ -17,7 +17,9 @@ import (
 // kept keeps the replay guard digests that are absent or expired; claimed
 // takes the keys that are absent or expired, of the items without a digest
 // or whose digest kept just wrote; stored inserts the events of the keys
-// claimed; counted adds the batch's intake counts to this session's shard.
+// claimed; counted adds the batch's intake counts to this session's shard;
+// notified wakes the watching nodes (Watch) once when the batch stored
+// anything, delivered by the database when the statement commits.
 // The unique keys of inbox_digests and inbox_keys are the arbiters across
 // nodes: a copy that another session is inserting waits on the index, and
 // once that session commits it is a conflict, not returned, so it is a
@@ -72,9 +74,12 @@ const acceptQuery = `WITH input AS (
 			WHERE i.hash NOT IN (SELECT hash FROM claimed) GROUP BY i.source
 	) t
 	ON CONFLICT (source, counter, shard) DO UPDATE SET n = inbox_counts.n + excluded.n
+), notified AS (
+	SELECT pg_notify('` + storedChannel + `', '') FROM (SELECT 1 FROM stored LIMIT 1) x
 )
 SELECT s.id, k.first_seen, k.expires, r.replay, o.first_seen, o.expires
 FROM input i
+CROSS JOIN (SELECT count(*) FROM notified) n
 CROSS JOIN LATERAL (SELECT length(i.digest) > 0 AND i.digest NOT IN (SELECT digest FROM kept) AS replay) r
 LEFT JOIN claimed k ON k.hash = i.hash
 LEFT JOIN stored s ON s.hash = i.hash

@@ -67,6 +67,11 @@ func New(ctx context.Context, pool *pgxpool.Pool, opts Options) (*Store, error) 
 	return &Store{pool: pool, now: opts.Now}, nil
 }
 
+// AcceptWriters implements intake.ParallelAcceptor: two batches in flight
+// per node, so that one batch's round trip and commit overlap the next
+// one's. The unique keys keep them apart.
+func (s *Store) AcceptWriters() int { return 2 }
+
 // Pool is the connection pool the Store uses.
 func (s *Store) Pool() *pgxpool.Pool { return s.pool }
 
