@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
+	neturl "net/url"
 	"os"
 	"sync"
 	"syscall"
@@ -26,39 +27,70 @@ func nodes(t *testing.T, n int, sinkURL string) ([]*process, string) {
 		t.Skip("starts hookgate processes")
 	}
 	db := pgtest.New(t)
+	return nodesOn(t, db, n, sinkURL, ""), db
+}
+
+// nodesOn starts n `hookgate serve` processes on the PostgreSQL database at
+// db, with extra appended to their configuration. Node i connects as
+// application_name hookgate-node<i>, so that the test can tell its
+// sessions apart.
+func nodesOn(t *testing.T, db string, n int, sinkURL, extra string) []*process {
+	t.Helper()
 	dir := t.TempDir()
 	secretFile := dir + "/secret"
 	if err := os.WriteFile(secretFile, []byte(crashSecret), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	cfg := fmt.Sprintf(`listen: 127.0.0.1:0
+	ps := make([]*process, n)
+	for i := range ps {
+		u, err := neturl.Parse(db)
+		if err != nil {
+			t.Fatal(err)
+		}
+		q := u.Query()
+		q.Set("application_name", nodeName(i))
+		u.RawQuery = q.Encode()
+		cfg := fmt.Sprintf(`listen: 127.0.0.1:0
 database: %q
 workers: 2
 batch: 50
 lease: 3s
-sources:
+%ssources:
   - name: app
     provider: standard
     secret: file:%s
-`, db, secretFile)
-	if sinkURL != "" {
-		cfg += fmt.Sprintf(`    destinations:
+`, u.String(), extra, secretFile)
+		if sinkURL != "" {
+			cfg += fmt.Sprintf(`    destinations:
       - name: sink
         url: %s/hooks
         timeout: 2s
         retry_initial: 100ms
         retry_max_delay: 1s
 `, sinkURL)
-	}
-	path := dir + "/hookgate.yaml"
-	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	ps := make([]*process, n)
-	for i := range ps {
+		}
+		path := fmt.Sprintf("%s/node%d.yaml", dir, i)
+		if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
+			t.Fatal(err)
+		}
 		ps[i] = startServe(t, "--config", path)
 	}
-	return ps, db
+	return ps
+}
+
+// nodeName is the application_name of node i's sessions.
+func nodeName(i int) string { return fmt.Sprintf("hookgate-node%d", i) }
+
+// eventually polls cond until it holds, failing t after 30 seconds.
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("waited 30s for %s", what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }
 
 // openDB opens the nodes' database from the test.
