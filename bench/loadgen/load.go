@@ -41,11 +41,18 @@ type config struct {
 	count int
 }
 
+// urls are the receivers in c.url, which lists one or more, separated by
+// commas.
+func (c config) urls() []string { return strings.Split(c.url, ",") }
+
 func (c config) check() error {
-	u, err := url.Parse(c.url)
+	for _, raw := range c.urls() {
+		u, err := url.Parse(raw)
+		if raw == "" || err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return fmt.Errorf("%w: -url %q: want an http(s) URL, or several separated by commas", errUsage, c.url)
+		}
+	}
 	switch {
-	case c.url == "" || err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "":
-		return fmt.Errorf("%w: -url %q: want an http(s) URL", errUsage, c.url)
 	case c.secret == "":
 		return fmt.Errorf("%w: -secret is required", errUsage)
 	case c.conns < 1:
@@ -174,6 +181,7 @@ func (p pacer) due(k uint64) time.Time {
 // worker sends one request at a time on its own keep-alive connection.
 type worker struct {
 	sh        *shared
+	url       string // the receiver of this connection
 	transport *http.Transport
 	client    *http.Client
 	rng       *rand.Rand
@@ -187,8 +195,10 @@ func newWorker(sh *shared, n uint64) *worker {
 		MaxIdleConns:        1,
 		DisableCompression:  true,
 	}
+	urls := sh.cfg.urls()
 	return &worker{
 		sh:        sh,
+		url:       urls[n%uint64(len(urls))],
 		transport: t,
 		client:    &http.Client{Transport: t, Timeout: sh.cfg.timeout},
 		rng:       rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), n)),
@@ -260,7 +270,7 @@ func (w *worker) send(n uint64) (status int, latency time.Duration, err error) {
 	} else {
 		body = eventBody(id, w.sh.cfg.size)
 	}
-	req, err := http.NewRequest(http.MethodPost, w.sh.cfg.url, bytes.NewReader(body))
+	req, err := http.NewRequest(http.MethodPost, w.url, bytes.NewReader(body))
 	if err != nil {
 		return 0, 0, err
 	}

@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -154,6 +155,42 @@ func TestLoadWithoutDuplicates(t *testing.T) {
 	}
 	if res.Accepted == 0 || res.Duplicates != 0 || res.Requests != res.Accepted {
 		t.Errorf("accepted %d, duplicates %d of %d requests; want all accepted", res.Accepted, res.Duplicates, res.Requests)
+	}
+}
+
+// Several receivers in -url share the connections: each gets requests,
+// and a redelivery may go to another receiver than its first send.
+func TestLoadSeveralReceivers(t *testing.T) {
+	t.Parallel()
+	rc, _ := newReceiver(t)
+	var hits [3]atomic.Int64
+	urls := make([]string, len(hits))
+	for i := range hits {
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			hits[i].Add(1)
+			rc.ServeHTTP(w, r)
+		}))
+		t.Cleanup(srv.Close)
+		urls[i] = srv.URL + "/in/app"
+	}
+	cfg := testConfig(strings.Join(urls, ","))
+	cfg.conns, cfg.dup = 6, 0.3
+	res, err := load(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Errors != 0 || res.Redelivered202 != 0 || res.New200 != 0 || res.Accepted == 0 || res.Duplicates == 0 {
+		t.Fatalf("%+v", res)
+	}
+	var total int64
+	for i := range hits {
+		if hits[i].Load() == 0 {
+			t.Errorf("receiver %d got no request", i)
+		}
+		total += hits[i].Load()
+	}
+	if total < int64(res.Requests) {
+		t.Errorf("receivers saw %d requests, loadgen counted %d", total, res.Requests)
 	}
 }
 

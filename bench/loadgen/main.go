@@ -34,7 +34,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("loadgen", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var cfg config
-	fs.StringVar(&cfg.url, "url", "", "receiver URL, e.g. http://127.0.0.1:8080/in/app")
+	fs.StringVar(&cfg.url, "url", "", "receiver URL, e.g. http://127.0.0.1:8080/in/app; several, separated by commas, share the connections round robin")
 	fs.StringVar(&cfg.secret, "secret", os.Getenv("BENCH_SECRET"), "Standard Webhooks secret, whsec_... (default $BENCH_SECRET)")
 	fs.IntVar(&cfg.conns, "c", 64, "concurrent connections, one request in flight on each")
 	fs.DurationVar(&cfg.duration, "d", 10*time.Second, "measured duration")
