@@ -11,6 +11,12 @@
 // synchronous=FULL, through dedupe/sqlite's OpenDB). It answers 202 for a
 // new id, 200 for a duplicate and 503 when the store fails.
 //
+// -db also takes a PostgreSQL URL (postgres://...): the same transaction
+// per request (INSERT ... ON CONFLICT DO NOTHING, then the event), committed
+// by the server's own durability settings; give it -max-conns 0 there, so
+// that requests run their transactions side by side as a pooled service
+// would.
+//
 // -max-conns limits the database connections; the default 1 makes
 // requests queue for the write lock in database/sql instead of in
 // SQLite's busy handler, whose sleeps would only make the baseline slower.

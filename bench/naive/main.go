@@ -2,11 +2,15 @@ package main
 
 import (
 	"context"
+	"database/sql"
 	"flag"
 	"fmt"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
+
+	_ "github.com/jackc/pgx/v5/stdlib"
 
 	"github.com/hookgate/hookgate/bench/internal/httpserve"
 	"github.com/hookgate/hookgate/dedupe/sqlite"
@@ -26,7 +30,7 @@ func main() {
 func run(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("naive", flag.ContinueOnError)
 	listen := fs.String("listen", "127.0.0.1:8080", "listen address (port 0: any free port)")
-	path := fs.String("db", "naive.db", "SQLite database file")
+	path := fs.String("db", "naive.db", "SQLite database file, or a postgres:// URL")
 	secret := fs.String("secret", os.Getenv("BENCH_SECRET"), "Standard Webhooks secret, whsec_... (default $BENCH_SECRET)")
 	maxConns := fs.Int("max-conns", 1, "database connections (0: unlimited)")
 	if err := fs.Parse(args); err != nil {
@@ -36,15 +40,26 @@ func run(ctx context.Context, args []string) error {
 	if err != nil {
 		return fmt.Errorf("-secret: %w", err)
 	}
-	db, err := sqlite.OpenDB(*path)
+	db, d, err := openDB(*path)
 	if err != nil {
 		return err
 	}
 	defer db.Close()
 	db.SetMaxOpenConns(*maxConns)
-	s, err := newServer(ctx, db, verifier)
+	s, err := newServer(ctx, db, d, verifier)
 	if err != nil {
 		return err
 	}
 	return httpserve.Run(ctx, *listen, s, os.Stdout)
+}
+
+// openDB opens path: a postgres:// (or postgresql://) URL, else a SQLite
+// file, durable as hookgate's (WAL, synchronous=FULL).
+func openDB(path string) (*sql.DB, dialect, error) {
+	if strings.HasPrefix(path, "postgres://") || strings.HasPrefix(path, "postgresql://") {
+		db, err := sql.Open("pgx", path)
+		return db, postgresSQL, err
+	}
+	db, err := sqlite.OpenDB(path)
+	return db, sqliteSQL, err
 }

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/hookgate/hookgate/dedupe/sqlite"
+	"github.com/hookgate/hookgate/internal/pgtest"
 	"github.com/hookgate/hookgate/verify"
 )
 
@@ -17,7 +17,14 @@ const testSecret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
 
 func setup(t *testing.T) (*server, *verify.Standard) {
 	t.Helper()
-	db, err := sqlite.OpenDB(filepath.Join(t.TempDir(), "naive.db"))
+	return setupOn(t, filepath.Join(t.TempDir(), "naive.db"))
+}
+
+// setupOn is setup on the database at path: a SQLite file or a
+// PostgreSQL URL.
+func setupOn(t *testing.T, path string) (*server, *verify.Standard) {
+	t.Helper()
+	db, d, err := openDB(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -26,7 +33,7 @@ func setup(t *testing.T) (*server, *verify.Standard) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := newServer(context.Background(), db, signer)
+	s, err := newServer(context.Background(), db, d, signer)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -58,6 +65,17 @@ func count(t *testing.T, s *server, table string) int {
 func TestIntakeStoresOnce(t *testing.T) {
 	t.Parallel()
 	s, signer := setup(t)
+	storesOnce(t, s, signer)
+}
+
+func TestIntakeStoresOncePostgres(t *testing.T) {
+	t.Parallel()
+	s, signer := setupOn(t, pgtest.New(t))
+	storesOnce(t, s, signer)
+}
+
+func storesOnce(t *testing.T, s *server, signer *verify.Standard) {
+	t.Helper()
 	if got := post(t, s, signer, "evt-1", `{"n":1}`); got != http.StatusAccepted {
 		t.Errorf("first delivery = %d, want 202", got)
 	}

@@ -16,7 +16,15 @@ import (
 // maxBody bounds a request body, as the gateway does.
 const maxBody = 1 << 20
 
-const schema = `
+// dialect is the SQL of one database engine.
+type dialect struct {
+	schema      string
+	insertKey   string // inserts $1 unless present; affects one row when new
+	insertEvent string // ($1 id, $2 payload, $3 received_at)
+}
+
+var sqliteSQL = dialect{
+	schema: `
 CREATE TABLE IF NOT EXISTS keys (
 	id TEXT PRIMARY KEY
 ) WITHOUT ROWID;
@@ -25,21 +33,40 @@ CREATE TABLE IF NOT EXISTS events (
 	id          TEXT NOT NULL,
 	payload     BLOB NOT NULL,
 	received_at INTEGER NOT NULL
-);`
+);`,
+	insertKey:   `INSERT OR IGNORE INTO keys (id) VALUES (?)`,
+	insertEvent: `INSERT INTO events (id, payload, received_at) VALUES (?, ?, ?)`,
+}
+
+var postgresSQL = dialect{
+	schema: `
+CREATE TABLE IF NOT EXISTS keys (
+	id text PRIMARY KEY
+);
+CREATE TABLE IF NOT EXISTS events (
+	seq         bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+	id          text   NOT NULL,
+	payload     bytea  NOT NULL,
+	received_at bigint NOT NULL
+);`,
+	insertKey:   `INSERT INTO keys (id) VALUES ($1) ON CONFLICT DO NOTHING`,
+	insertEvent: `INSERT INTO events (id, payload, received_at) VALUES ($1, $2, $3)`,
+}
 
 // server stores each verified delivery in its own transaction.
 type server struct {
 	db       *sql.DB
+	sql      dialect
 	verifier *verify.Standard
 	mux      *http.ServeMux
 }
 
-// newServer creates the tables in db if needed.
-func newServer(ctx context.Context, db *sql.DB, verifier *verify.Standard) (*server, error) {
-	if _, err := db.ExecContext(ctx, schema); err != nil {
+// newServer creates the tables in db, whose SQL is d, if needed.
+func newServer(ctx context.Context, db *sql.DB, d dialect, verifier *verify.Standard) (*server, error) {
+	if _, err := db.ExecContext(ctx, d.schema); err != nil {
 		return nil, fmt.Errorf("create tables: %w", err)
 	}
-	s := &server{db: db, verifier: verifier, mux: http.NewServeMux()}
+	s := &server{db: db, sql: d, verifier: verifier, mux: http.NewServeMux()}
 	s.mux.HandleFunc("POST /in/{source}", s.intake)
 	s.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		w.WriteHeader(http.StatusOK)
@@ -86,7 +113,7 @@ func (s *server) store(ctx context.Context, id string, payload []byte) (isNew bo
 		return false, err
 	}
 	defer tx.Rollback()
-	res, err := tx.ExecContext(ctx, `INSERT OR IGNORE INTO keys (id) VALUES (?)`, id)
+	res, err := tx.ExecContext(ctx, s.sql.insertKey, id)
 	if err != nil {
 		return false, err
 	}
@@ -95,8 +122,7 @@ func (s *server) store(ctx context.Context, id string, payload []byte) (isNew bo
 		return false, err
 	}
 	if n == 1 {
-		if _, err := tx.ExecContext(ctx, `INSERT INTO events (id, payload, received_at) VALUES (?, ?, ?)`,
-			id, payload, time.Now().UnixMilli()); err != nil {
+		if _, err := tx.ExecContext(ctx, s.sql.insertEvent, id, payload, time.Now().UnixMilli()); err != nil {
 			return false, err
 		}
 	}
