@@ -70,7 +70,7 @@ export BENCH_SECRET
 # newdb NAME: creates a fresh database and prints its URL.
 newdb() {
 	local db=hookgate_bench_$$_$1
-	psql -q "$PGURL" -c "DROP DATABASE IF EXISTS $db WITH (FORCE)" -c "CREATE DATABASE $db" >/dev/null
+	psql -q "$PGURL" -c "CREATE DATABASE $db" >/dev/null
 	DBS+=("$db")
 	echo "${PGURL%/*}/$db"
 }
@@ -98,8 +98,8 @@ sources:
     secret: env:BENCH_SECRET
 EOF
 	for ((i = 0; i < n; i++)); do
-		start "pg-hookgate-$n-$i" pid "$OUT/hookgate" serve --config "$TMP/hookgate.yaml" --log-level warn --process=false
-		PIDS+=("$pid")
+		start "pg-hookgate-$n-$i" SPID "$OUT/hookgate" serve --config "$TMP/hookgate.yaml" --log-level warn --process=false
+		PIDS+=("$SPID")
 		urls+=${urls:+,}$URL/in/app
 	done
 	NODE_URLS=$urls
@@ -116,8 +116,8 @@ echo "load: -c $CONNS -d $DURATION -warmup $WARMUP -dup $DUP -size $SIZE; keys s
 
 if [[ $NAIVE == 1 ]]; then
 	db=$(newdb naive)
-	start pg-naive pid "$OUT/naive" -listen 127.0.0.1:0 -db "$db" -max-conns 0
-	PIDS+=("$pid")
+	start pg-naive SPID "$OUT/naive" -listen 127.0.0.1:0 -db "$db" -max-conns 0
+	PIDS+=("$SPID")
 	load naive "$URL/in/app"
 	stop_all
 fi
