@@ -1,0 +1,233 @@
+package console
+
+import (
+	"bytes"
+	"context"
+	"embed"
+	"errors"
+	"fmt"
+	"html/template"
+	"io/fs"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/hookgate/hookgate/internal/config"
+	"github.com/hookgate/hookgate/internal/inbox"
+)
+
+// ErrNoToken is returned by [New] without a token: the console is never
+// served without sign-in.
+var ErrNoToken = errors.New("console: no admin token set; the console is never enabled without one")
+
+// ErrNoStore is returned by [New] without a store.
+var ErrNoStore = errors.New("console: no store")
+
+// Defaults of the zero [Options] fields.
+const (
+	// DefaultSessionTTL is how long a sign-in lasts.
+	DefaultSessionTTL = 12 * time.Hour
+	// DefaultMaxTail is how many live tails may be open at once.
+	DefaultMaxTail = 16
+	// DefaultTailEvery is how often a live tail looks for new events.
+	DefaultTailEvery = time.Second
+	// DefaultSampleEvery is how often the charts' counters are read.
+	DefaultSampleEvery = time.Minute
+	// PageSize is how many events a list page shows.
+	PageSize = 50
+)
+
+// MaxForm is the largest form body the console reads (413 above it).
+const MaxForm = 1 << 20
+
+// Options configure the console.
+type Options struct {
+	// Store is the inbox the console reads and replays.
+	Store inbox.Store
+	// Token is the admin token that signs in; required.
+	Token string
+	// Sources are the configured sources, for the sources page. Their
+	// secrets are never shown.
+	Sources []config.Source
+	// Logger receives the errors answered with 500; nil discards them.
+	Logger *slog.Logger
+	// Now is the clock of sessions and charts; nil means time.Now.
+	Now func() time.Time
+	// Context bounds the background reading of counters for the charts;
+	// nil means it runs for the life of the process.
+	Context context.Context
+	// SessionTTL, MaxTail, TailEvery and SampleEvery replace their
+	// defaults when set.
+	SessionTTL  time.Duration
+	MaxTail     int
+	TailEvery   time.Duration
+	SampleEvery time.Duration
+}
+
+//go:embed templates/*.html
+var templateFS embed.FS
+
+//go:embed static
+var staticFS embed.FS
+
+// console holds the handlers' shared state.
+type console struct {
+	store     inbox.Store
+	sources   []config.Source
+	log       *slog.Logger
+	now       func() time.Time
+	sessions  *sessions
+	token     tokenCheck
+	pages     map[string]*template.Template
+	tail      chan struct{}
+	tailEvery time.Duration
+	charts    *sampler
+}
+
+// New returns the console, serving the paths under /ui/.
+func New(opts Options) (http.Handler, error) {
+	if opts.Token == "" {
+		return nil, ErrNoToken
+	}
+	if opts.Store == nil {
+		return nil, ErrNoStore
+	}
+	c := &console{store: opts.Store, sources: opts.Sources, log: opts.Logger, now: opts.Now,
+		token: newTokenCheck(opts.Token), tailEvery: opts.TailEvery}
+	if c.log == nil {
+		c.log = slog.New(slog.DiscardHandler)
+	}
+	if c.now == nil {
+		c.now = time.Now
+	}
+	if c.tailEvery <= 0 {
+		c.tailEvery = DefaultTailEvery
+	}
+	ttl := opts.SessionTTL
+	if ttl <= 0 {
+		ttl = DefaultSessionTTL
+	}
+	c.sessions = newSessions(ttl, c.now)
+	maxTail := opts.MaxTail
+	if maxTail <= 0 {
+		maxTail = DefaultMaxTail
+	}
+	c.tail = make(chan struct{}, maxTail)
+	var err error
+	if c.pages, err = parsePages(); err != nil {
+		return nil, err
+	}
+	c.charts = newSampler(opts.Store, c.now)
+	every := opts.SampleEvery
+	if every <= 0 {
+		every = DefaultSampleEvery
+	}
+	ctx := opts.Context
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	go c.charts.run(ctx, every, c.log)
+
+	static, err := fs.Sub(staticFS, "static")
+	if err != nil {
+		return nil, err
+	}
+	mux := http.NewServeMux()
+	mux.Handle("GET /ui/static/", http.StripPrefix("/ui/static/", http.FileServerFS(static)))
+	mux.Handle("GET /ui/login", c.route(c.loginPage))
+	mux.Handle("POST /ui/login", c.route(c.login))
+	mux.Handle("POST /ui/logout", c.signedIn(c.logout))
+	mux.Handle("GET /ui/{$}", c.signedIn(c.overview))
+	mux.Handle("GET /ui/events", c.signedIn(c.events))
+	mux.Handle("GET /ui/events/{id}", c.signedIn(c.event))
+	mux.Handle("GET /ui/dead", c.signedIn(c.dead))
+	mux.Handle("POST /ui/replay", c.signedIn(c.replay))
+	mux.Handle("GET /ui/sources", c.signedIn(c.sourcesPage))
+	mux.Handle("GET /ui/tail", c.signedIn(c.tailPage))
+	mux.Handle("GET /ui/tail/stream", c.signedIn(c.tailStream))
+	mux.Handle("/ui/", c.signedIn(func(_ http.ResponseWriter, r *http.Request, _ *session) error {
+		return &httpError{code: http.StatusNotFound, msg: "no such page: " + r.URL.Path}
+	}))
+	return securityHeaders(mux), nil
+}
+
+// securityHeaders keeps the console's pages out of frames and other
+// origins' scripts, and its answers out of shared caches.
+func securityHeaders(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h := w.Header()
+		h.Set("Content-Security-Policy", "default-src 'self'; img-src 'self' data:; style-src 'self'; script-src 'self'; frame-ancestors 'none'; form-action 'self'")
+		h.Set("X-Content-Type-Options", "nosniff")
+		h.Set("Referrer-Policy", "same-origin")
+		h.Set("Cache-Control", "no-store")
+		next.ServeHTTP(w, r)
+	})
+}
+
+// httpError is an error with the status it is answered with.
+type httpError struct {
+	code int
+	msg  string
+}
+
+func (e *httpError) Error() string { return e.msg }
+
+// badRequest is a 400 naming what is wrong.
+func badRequest(format string, args ...any) error {
+	return &httpError{code: http.StatusBadRequest, msg: fmt.Sprintf(format, args...)}
+}
+
+// route adapts a handler that returns an error, and maps the error to its
+// status and an error page in one place.
+func (c *console) route(h func(http.ResponseWriter, *http.Request) error) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		err := h(w, r)
+		if err == nil {
+			return
+		}
+		code := http.StatusInternalServerError
+		var he *httpError
+		var tooBig *http.MaxBytesError
+		switch {
+		case errors.As(err, &he):
+			code = he.code
+		case errors.Is(err, inbox.ErrNotFound):
+			code = http.StatusNotFound
+		case errors.As(err, &tooBig):
+			code = http.StatusRequestEntityTooLarge
+		default:
+			if r.Context().Err() == nil {
+				c.log.Error("console", "method", r.Method, "path", r.URL.Path, "err", err)
+			}
+		}
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		w.WriteHeader(code)
+		var buf bytes.Buffer
+		if c.pages["error"].ExecuteTemplate(&buf, "layout", page{Title: http.StatusText(code), Data: err.Error()}) == nil {
+			w.Write(buf.Bytes())
+		}
+	})
+}
+
+// page is what every template gets: the page's own data and what the
+// layout needs.
+type page struct {
+	Title string
+	// Nav is the navigation entry to mark as current.
+	Nav string
+	// CSRF is the session's token for the forms; "" on the sign-in page.
+	CSRF string
+	Data any
+}
+
+// render writes the named page, executed into a buffer first so that a
+// failing template answers 500 instead of half a page.
+func (c *console) render(w http.ResponseWriter, name string, p page) error {
+	var buf bytes.Buffer
+	if err := c.pages[name].ExecuteTemplate(&buf, "layout", p); err != nil {
+		return fmt.Errorf("render %s: %w", name, err)
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	_, err := w.Write(buf.Bytes())
+	return err
+}

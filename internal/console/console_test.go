@@ -1,0 +1,596 @@
+package console_test
+
+import (
+	"bufio"
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/cookiejar"
+	"net/http/httptest"
+	"net/url"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hookgate/hookgate/dedupe"
+	"github.com/hookgate/hookgate/dedupe/dedupetest"
+	"github.com/hookgate/hookgate/internal/config"
+	"github.com/hookgate/hookgate/internal/console"
+	"github.com/hookgate/hookgate/internal/inbox"
+	"github.com/hookgate/hookgate/internal/inbox/sqlite"
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m)
+}
+
+const token = "console-admin-token"
+
+// bundle is a console over a real SQLite inbox whose clock the test moves,
+// served on a real socket, and a browser-like client with a cookie jar.
+type bundle struct {
+	t      *testing.T
+	store  *sqlite.Store
+	clock  *dedupetest.Clock
+	srv    *httptest.Server
+	client *http.Client
+	opts   console.Options
+}
+
+// setup serves a console with opts over an empty inbox (Store, Token, Now
+// and Context are filled in).
+func setup(t *testing.T, opts console.Options) *bundle {
+	t.Helper()
+	clock := dedupetest.NewClock(time.Now().Truncate(time.Minute))
+	store, err := sqlite.Open(filepath.Join(t.TempDir(), "inbox.db"), sqlite.Options{Now: clock.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	opts.Store, opts.Token, opts.Now, opts.Context = store, token, clock.Now, ctx
+	h, err := console.New(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(h)
+	t.Cleanup(func() {
+		srv.Close()
+		cancel()
+		store.Close()
+	})
+	jar, _ := cookiejar.New(nil)
+	client := &http.Client{Jar: jar, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	return &bundle{t: t, store: store, clock: clock, srv: srv, client: client, opts: opts}
+}
+
+// accept stores one event of source per id with the given payload and
+// returns their inbox ids.
+func (b *bundle) accept(source, tenant string, payload func(id string) string, ids ...string) []int64 {
+	b.t.Helper()
+	items := make([]inbox.Item, len(ids))
+	for i, id := range ids {
+		k := dedupe.Key{Tenant: tenant, Provider: source, ObjectType: "charge", Action: "updated", EventID: id}
+		items[i] = inbox.Item{Window: time.Hour, Event: inbox.Event{
+			Hash: k.Hash(), Scope: k.Scope(), Source: source, Provider: "stripe", Tenant: tenant, EventID: id,
+			Type: "charge.updated", EntityType: "charge", EntityID: "ch_" + id, EntityVersion: "1", EntityOrder: 1,
+			EntityState: "succeeded", Payload: []byte(payload(id)), Headers: map[string]string{"Content-Type": "application/json"},
+		}}
+	}
+	out, err := b.store.Accept(b.t.Context(), items)
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	got := make([]int64, len(out))
+	for i, o := range out {
+		got[i] = o.ID
+	}
+	return got
+}
+
+func jsonID(id string) string { return `{"id":"` + id + `"}` }
+
+// kill leases every due event and finishes the given ones as dead.
+func (b *bundle) kill(reason string, ids ...int64) {
+	b.t.Helper()
+	if _, err := b.store.Lease(b.t.Context(), "test", 1000, time.Nanosecond); err != nil {
+		b.t.Fatal(err)
+	}
+	results := make([]inbox.Result, len(ids))
+	for i, id := range ids {
+		results[i] = inbox.Result{ID: id, Status: inbox.StatusDead, Error: reason}
+	}
+	if err := b.store.Finish(b.t.Context(), "test", results); err != nil {
+		b.t.Fatal(err)
+	}
+	b.clock.Advance(time.Millisecond)
+}
+
+// do sends a request with the client's cookies and returns the status and
+// body.
+func (b *bundle) do(method, path string, form url.Values) (int, string) {
+	b.t.Helper()
+	var body io.Reader
+	if form != nil {
+		body = strings.NewReader(form.Encode())
+	}
+	req, err := http.NewRequest(method, b.srv.URL+path, body)
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	if form != nil {
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	}
+	resp, err := b.client.Do(req)
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(resp.Body)
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	return resp.StatusCode, string(data)
+}
+
+// get wants 200 for a GET of path and returns the page.
+func (b *bundle) get(path string) string {
+	b.t.Helper()
+	code, body := b.do(http.MethodGet, path, nil)
+	if code != http.StatusOK {
+		b.t.Fatalf("GET %s = %d: %s", path, code, body)
+	}
+	return body
+}
+
+var csrfField = regexp.MustCompile(`name="csrf" value="([^"]+)"`)
+
+// csrf returns the CSRF token of a page's forms.
+func (b *bundle) csrf(page string) string {
+	b.t.Helper()
+	m := csrfField.FindStringSubmatch(page)
+	if m == nil {
+		b.t.Fatalf("no csrf field in %s", page)
+	}
+	return m[1]
+}
+
+// signIn signs the client in with the admin token and returns the CSRF
+// token of the session's forms.
+func (b *bundle) signIn() string {
+	b.t.Helper()
+	code, body := b.do(http.MethodPost, "/ui/login", url.Values{"csrf": {b.csrf(b.get("/ui/login"))}, "token": {token}})
+	if code != http.StatusSeeOther {
+		b.t.Fatalf("sign in = %d: %s", code, body)
+	}
+	return b.csrf(b.get("/ui/"))
+}
+
+// status returns the status of event id.
+func (b *bundle) status(id int64) inbox.Status {
+	b.t.Helper()
+	e, err := b.store.Get(b.t.Context(), id)
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	return e.Status
+}
+
+func TestNewRefuses(t *testing.T) {
+	t.Parallel()
+	store, err := sqlite.Open(filepath.Join(t.TempDir(), "inbox.db"), sqlite.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	if h, err := console.New(console.Options{Store: store}); !errors.Is(err, console.ErrNoToken) || h != nil {
+		t.Errorf("New without a token = %v, %v; want nil, ErrNoToken", h, err)
+	}
+	if _, err := console.New(console.Options{Token: token}); !errors.Is(err, console.ErrNoStore) {
+		t.Errorf("New without a store = %v, want ErrNoStore", err)
+	}
+}
+
+// Every page needs a session: a GET is sent to the sign-in form (and back
+// after it), anything else is refused; a wrong token opens no session.
+func TestSignInRequired(t *testing.T) {
+	t.Parallel()
+	b := setup(t, console.Options{})
+	id := b.accept("stripe", "acme", jsonID, "evt_1")[0]
+	pages := []string{"/ui/", "/ui/events", "/ui/events/" + strconv.FormatInt(id, 10), "/ui/dead", "/ui/sources", "/ui/tail", "/ui/tail/stream", "/ui/nowhere"}
+	for _, p := range pages {
+		code, _ := b.do(http.MethodGet, p, nil)
+		if code != http.StatusSeeOther {
+			t.Errorf("GET %s without a session = %d, want 303 to the sign-in form", p, code)
+		}
+	}
+	for _, p := range []string{"/ui/replay", "/ui/logout"} {
+		if code, _ := b.do(http.MethodPost, p, url.Values{"id": {"1"}}); code != http.StatusUnauthorized {
+			t.Errorf("POST %s without a session = %d, want 401", p, code)
+		}
+	}
+	req, _ := http.NewRequest(http.MethodGet, b.srv.URL+"/ui/events", nil)
+	resp, err := b.client.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if loc := resp.Header.Get("Location"); loc != "/ui/login?next=%2Fui%2Fevents" {
+		t.Errorf("redirect to %q", loc)
+	}
+
+	code, form := b.do(http.MethodPost, "/ui/login", url.Values{"csrf": {b.csrf(b.get("/ui/login"))}, "token": {"wrong"}})
+	if code != http.StatusUnauthorized || !strings.Contains(form, "not the admin token") {
+		t.Errorf("wrong token = %d %s", code, form)
+	}
+	if code, _ := b.do(http.MethodPost, "/ui/login", url.Values{"csrf": {b.csrf(form)}, "token": {token[:5]}}); code != http.StatusUnauthorized {
+		t.Errorf("prefix of the token = %d, want 401", code)
+	}
+	if code, _ := b.do(http.MethodGet, "/ui/", nil); code != http.StatusSeeOther {
+		t.Errorf("after a failed sign-in GET /ui/ = %d, want 303", code)
+	}
+
+	// A sign-in form posted without the form's own token (from another
+	// site) is refused, even with the right admin token.
+	if code, _ := b.do(http.MethodPost, "/ui/login", url.Values{"csrf": {"forged"}, "token": {token}}); code != http.StatusForbidden {
+		t.Errorf("sign-in with a forged form token = %d, want 403", code)
+	}
+
+	code, _ = b.do(http.MethodPost, "/ui/login", url.Values{"csrf": {b.csrf(b.get("/ui/login"))}, "token": {token}, "next": {"/ui/events"}})
+	if code != http.StatusSeeOther {
+		t.Fatalf("sign in = %d", code)
+	}
+	for _, p := range pages[:6] {
+		b.get(p)
+	}
+	if code, _ := b.do(http.MethodGet, "/ui/nowhere", nil); code != http.StatusNotFound {
+		t.Errorf("GET /ui/nowhere signed in = %d, want 404", code)
+	}
+}
+
+// The session cookie is HttpOnly, SameSite=Strict, scoped to /ui/, Secure
+// on TLS; its id is random; sign-in sends back only inside the console.
+func TestSessionCookie(t *testing.T) {
+	t.Parallel()
+	b := setup(t, console.Options{})
+	for _, secure := range []bool{false, true} {
+		h, err := console.New(b.opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		login := httptest.NewRequest(http.MethodGet, "/ui/login", nil)
+		if secure {
+			login.TLS = &tls.ConnectionState{}
+		}
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, login)
+		var formCookie *http.Cookie
+		for _, c := range rec.Result().Cookies() {
+			formCookie = c
+		}
+		var ids []string
+		for range 2 {
+			form := url.Values{"csrf": {b.csrf(rec.Body.String())}, "token": {token}, "next": {"//evil.example/ui/"}}
+			req := httptest.NewRequest(http.MethodPost, "/ui/login", strings.NewReader(form.Encode()))
+			if secure {
+				req.TLS = &tls.ConnectionState{}
+			}
+			req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+			req.AddCookie(formCookie)
+			out := httptest.NewRecorder()
+			h.ServeHTTP(out, req)
+			if loc := out.Header().Get("Location"); loc != "/ui/" {
+				t.Errorf("sign-in with next=//evil.example/ui/ sends to %q, want /ui/", loc)
+			}
+			for _, c := range out.Result().Cookies() {
+				if c.Name != "hookgate_session" {
+					continue
+				}
+				ids = append(ids, c.Value)
+				if !c.HttpOnly || c.SameSite != http.SameSiteStrictMode || c.Path != "/ui/" || c.Secure != secure {
+					t.Errorf("TLS %v: session cookie %+v", secure, c)
+				}
+				if len(c.Value) < 40 {
+					t.Errorf("session id %q is short", c.Value)
+				}
+			}
+		}
+		if len(ids) != 2 || ids[0] == ids[1] {
+			t.Errorf("two sign-ins gave session ids %q", ids)
+		}
+	}
+}
+
+// A session ends at its expiry and at sign-out.
+func TestSessionEnds(t *testing.T) {
+	t.Parallel()
+	b := setup(t, console.Options{SessionTTL: time.Hour})
+	b.signIn()
+	b.clock.Advance(59 * time.Minute)
+	b.get("/ui/")
+	b.clock.Advance(time.Minute)
+	if code, _ := b.do(http.MethodGet, "/ui/", nil); code != http.StatusSeeOther {
+		t.Errorf("after the session's hour GET /ui/ = %d, want 303", code)
+	}
+
+	csrf := b.signIn()
+	if code, _ := b.do(http.MethodPost, "/ui/logout", url.Values{}); code != http.StatusForbidden {
+		t.Errorf("sign-out without the CSRF token = %d, want 403", code)
+	}
+	b.get("/ui/")
+	if code, _ := b.do(http.MethodPost, "/ui/logout", url.Values{"csrf": {csrf}}); code != http.StatusSeeOther {
+		t.Errorf("sign-out = %d, want 303", code)
+	}
+	if code, _ := b.do(http.MethodGet, "/ui/", nil); code != http.StatusSeeOther {
+		t.Errorf("after sign-out GET /ui/ = %d, want 303", code)
+	}
+}
+
+// A POST without the session's CSRF token changes nothing.
+func TestCSRFRefused(t *testing.T) {
+	t.Parallel()
+	b := setup(t, console.Options{})
+	ids := b.accept("stripe", "acme", jsonID, "evt_1")
+	b.kill("refused", ids...)
+	csrf := b.signIn()
+	other := setup(t, console.Options{})
+	otherCSRF := other.signIn()
+	for name, form := range map[string]url.Values{
+		"none":                   {"id": {fmt.Sprint(ids[0])}, "confirm": {"1"}},
+		"empty":                  {"id": {fmt.Sprint(ids[0])}, "confirm": {"1"}, "csrf": {""}},
+		"another session's":      {"id": {fmt.Sprint(ids[0])}, "confirm": {"1"}, "csrf": {otherCSRF}},
+		"the session's and more": {"id": {fmt.Sprint(ids[0])}, "confirm": {"1"}, "csrf": {csrf + "x"}},
+	} {
+		if code, _ := b.do(http.MethodPost, "/ui/replay", form); code != http.StatusForbidden {
+			t.Errorf("replay with %s CSRF token = %d, want 403", name, code)
+		}
+		if st := b.status(ids[0]); st != inbox.StatusDead {
+			t.Fatalf("replay with %s CSRF token: event is %s", name, st)
+		}
+	}
+	code, body := b.do(http.MethodPost, "/ui/replay", url.Values{"id": {fmt.Sprint(ids[0])}, "confirm": {"1"}, "csrf": {csrf}})
+	if code != http.StatusOK || !strings.Contains(body, "Replayed 1 event") {
+		t.Fatalf("replay with the token = %d %s", code, body)
+	}
+	if st := b.status(ids[0]); st != inbox.StatusReceived {
+		t.Errorf("after replay the event is %s", st)
+	}
+}
+
+// What a sender put in a payload, a header or an id is shown as text.
+func TestEscaping(t *testing.T) {
+	t.Parallel()
+	b := setup(t, console.Options{})
+	const evil = `<script>alert("x")</script>`
+	k := dedupe.Key{Tenant: evil, Provider: "stripe", EventID: evil}
+	out, err := b.store.Accept(t.Context(), []inbox.Item{{Window: time.Hour, Event: inbox.Event{
+		Hash: k.Hash(), Scope: k.Scope(), Source: "stripe", Provider: "stripe", Tenant: evil, EventID: evil, Type: evil,
+		Payload: []byte(`{"note":"` + strings.ReplaceAll(evil, `"`, `\"`) + `"}`), Headers: map[string]string{"X-Evil": evil},
+	}}, {Window: time.Hour, Event: inbox.Event{
+		Hash: dedupe.Key{EventID: "raw"}.Hash(), Source: "stripe", Provider: "stripe", EventID: "raw",
+		Payload: []byte(evil), Headers: map[string]string{},
+	}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.kill(evil, out[0].ID)
+	b.signIn()
+	for _, p := range []string{"/ui/events", "/ui/dead", "/ui/events/" + fmt.Sprint(out[0].ID), "/ui/events/" + fmt.Sprint(out[1].ID), "/ui/events?tenant=" + url.QueryEscape(evil)} {
+		body := b.get(p)
+		if strings.Contains(body, "<script>alert") {
+			t.Errorf("%s shows the script unescaped", p)
+		}
+		if !strings.Contains(body, "&lt;script&gt;alert(") {
+			t.Errorf("%s does not show the script as text", p)
+		}
+	}
+}
+
+var nextLink = regexp.MustCompile(`href="/ui/events\?([^"]+)" rel="next"`)
+var rowLink = regexp.MustCompile(`<td><a href="/ui/events/(\d+)">`)
+
+// Lists are paged by id, newest first, and keep their filter.
+func TestPaging(t *testing.T) {
+	t.Parallel()
+	b := setup(t, console.Options{})
+	var ids []string
+	for i := range 2*console.PageSize + 7 {
+		ids = append(ids, fmt.Sprintf("evt_%d", i))
+	}
+	b.accept("stripe", "acme", jsonID, ids...)
+	b.accept("github", "acme", jsonID, "gh_1", "gh_2")
+	b.signIn()
+	var seen []int64
+	pages := 0
+	for target := "/ui/events?source=stripe"; target != ""; pages++ {
+		body := b.get(target)
+		for _, m := range rowLink.FindAllStringSubmatch(body, -1) {
+			id, _ := strconv.ParseInt(m[1], 10, 64)
+			if len(seen) > 0 && id >= seen[len(seen)-1] {
+				t.Fatalf("id %d after %d: not newest first", id, seen[len(seen)-1])
+			}
+			seen = append(seen, id)
+		}
+		target = ""
+		if m := nextLink.FindStringSubmatch(body); m != nil {
+			q, _ := url.ParseQuery(strings.ReplaceAll(m[1], "&amp;", "&"))
+			if q.Get("source") != "stripe" {
+				t.Errorf("next page %q loses the filter", m[1])
+			}
+			target = "/ui/events?" + q.Encode()
+		}
+	}
+	if len(seen) != len(ids) || pages != 3 {
+		t.Errorf("%d events on %d pages, want %d on 3", len(seen), pages, len(ids))
+	}
+	if body := b.get("/ui/events?source=github"); len(rowLink.FindAllString(body, -1)) != 2 || nextLink.MatchString(body) {
+		t.Errorf("github: want two events and no next page")
+	}
+	if code, _ := b.do(http.MethodGet, "/ui/events?status=lost", nil); code != http.StatusBadRequest {
+		t.Errorf("unknown status = %d, want 400", code)
+	}
+	if code, _ := b.do(http.MethodGet, "/ui/events?q=3", nil); code != http.StatusSeeOther {
+		t.Errorf("search by inbox id = %d, want 303 to the event", code)
+	}
+}
+
+// The event page shows what is stored of an event and each attempt.
+func TestEventPage(t *testing.T) {
+	t.Parallel()
+	b := setup(t, console.Options{})
+	id := b.accept("stripe", "acme", func(string) string { return `{"b":1,"a":[2,3]}` }, "evt_1")[0]
+	b.signIn()
+	body := b.get("/ui/events/" + fmt.Sprint(id))
+	for _, want := range []string{"evt_1", "acme", "charge ch_evt_1", "{\n  &#34;b&#34;: 1,\n  &#34;a&#34;: [\n    2,", "Content-Type", "application/json", "No delivery yet."} {
+		if !strings.Contains(body, want) {
+			t.Errorf("event page lacks %q", want)
+		}
+	}
+	if code, _ := b.do(http.MethodGet, "/ui/events/999", nil); code != http.StatusNotFound {
+		t.Errorf("unknown event = %d, want 404", code)
+	}
+}
+
+// A replay shows its count first and runs only when confirmed.
+func TestReplayCountsFirst(t *testing.T) {
+	t.Parallel()
+	b := setup(t, console.Options{})
+	stripe := b.accept("stripe", "acme", jsonID, "a", "b", "c")
+	other := b.accept("stripe", "globex", jsonID, "d")
+	gh := b.accept("github", "acme", jsonID, "e")
+	b.kill("refused", append(append(stripe, other...), gh...)...)
+	csrf := b.signIn()
+
+	for _, c := range []struct {
+		form url.Values
+		want string
+	}{
+		{url.Values{"dead": {"1"}, "source": {"stripe"}}, "<b>4</b> event(s)"},
+		{url.Values{"dead": {"1"}}, "<b>5</b> event(s)"},
+		{url.Values{"dead": {"1"}, "source": {"stripe"}, "tenant": {"acme"}}, "<b>3</b> event(s)"},
+		{url.Values{"id": {fmt.Sprint(stripe[0]), fmt.Sprint(gh[0])}}, "<b>2</b> event(s)"},
+	} {
+		c.form.Set("csrf", csrf)
+		code, body := b.do(http.MethodPost, "/ui/replay", c.form)
+		if code != http.StatusOK || !strings.Contains(body, c.want) {
+			t.Errorf("replay %v = %d, want the count %q in %s", c.form, code, c.want, body)
+		}
+	}
+	for _, id := range append(stripe, gh...) {
+		if st := b.status(id); st != inbox.StatusDead {
+			t.Fatalf("counting a replay changed event %d to %s", id, st)
+		}
+	}
+	for _, bad := range []url.Values{
+		{},
+		{"id": {"x"}},
+		{"id": {"1"}, "dead": {"1"}},
+		{"id": {"1"}, "destination": {"app"}},
+	} {
+		bad.Set("csrf", csrf)
+		if code, _ := b.do(http.MethodPost, "/ui/replay", bad); code != http.StatusBadRequest {
+			t.Errorf("replay %v = %d, want 400", bad, code)
+		}
+	}
+	code, body := b.do(http.MethodPost, "/ui/replay", url.Values{"csrf": {csrf}, "confirm": {"1"}, "dead": {"1"}, "source": {"stripe"}, "tenant": {"acme"}})
+	if code != http.StatusOK || !strings.Contains(body, "Replayed 3 event(s)") {
+		t.Errorf("confirmed replay = %d %s", code, body)
+	}
+	for _, id := range stripe {
+		if st := b.status(id); st != inbox.StatusReceived {
+			t.Errorf("replayed event %d is %s", id, st)
+		}
+	}
+	if st := b.status(other[0]); st != inbox.StatusDead {
+		t.Errorf("event of another tenant is %s", st)
+	}
+}
+
+// The sources page shows the URL to paste and never a secret.
+func TestSourcesPage(t *testing.T) {
+	t.Parallel()
+	const secret = "whsec_c2VjcmV0LXRoYXQtbXVzdC1ub3Qtc2hvdw=="
+	b := setup(t, console.Options{Sources: []config.Source{
+		{Name: "stripe", Provider: config.ProviderStripe, Secret: config.NewSecret(secret), Window: config.Duration(time.Hour),
+			Destinations: []config.Destination{{Name: "app", URL: "https://app.example/hooks?key=" + secret, On: config.OnEvent}}},
+		{Name: "hooks", Provider: config.ProviderStandard, Secret: config.NewSecret(secret), Tenant: "path", Key: []string{"header:webhook-id"}},
+	}})
+	b.accept("stripe", "", jsonID, "evt_1")
+	b.signIn()
+	body := b.get("/ui/sources")
+	if strings.Contains(body, secret) || strings.Contains(body, "c2VjcmV0") {
+		t.Error("the sources page shows a secret")
+	}
+	for _, want := range []string{b.srv.URL + "/in/stripe", b.srv.URL + "/in/hooks/{tenant}", "json:id", "1h0m0s", "https://app.example", "the body and the t= timestamp", b.clock.Now().UTC().Format("2006-01-02 15:04")} {
+		if !strings.Contains(body, want) {
+			t.Errorf("sources page lacks %q", want)
+		}
+	}
+}
+
+// The live tail streams events stored after it opened, of its source,
+// and holds at most MaxTail streams.
+func TestTail(t *testing.T) {
+	t.Parallel()
+	b := setup(t, console.Options{MaxTail: 1, TailEvery: 5 * time.Millisecond})
+	b.accept("stripe", "acme", jsonID, "old")
+	b.signIn()
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, b.srv.URL+"/ui/tail/stream?source=stripe", nil)
+	resp, err := b.client.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if ct := resp.Header.Get("Content-Type"); resp.StatusCode != http.StatusOK || ct != "text/event-stream" {
+		t.Fatalf("tail = %d %s", resp.StatusCode, ct)
+	}
+	if code, _ := b.do(http.MethodGet, "/ui/tail/stream", nil); code != http.StatusServiceUnavailable {
+		t.Errorf("a second tail with MaxTail 1 = %d, want 503", code)
+	}
+	b.accept("github", "acme", jsonID, "other")
+	want := b.accept("stripe", "acme", jsonID, "new_1", "new_2")
+	lines := bufio.NewScanner(resp.Body)
+	var got []string
+	for len(got) < 2 && lines.Scan() {
+		if id, ok := strings.CutPrefix(lines.Text(), "id: "); ok {
+			got = append(got, id)
+		}
+	}
+	if fmt.Sprint(got) != fmt.Sprint([]string{fmt.Sprint(want[0]), fmt.Sprint(want[1])}) {
+		t.Errorf("tail sent ids %v, want %v", got, want)
+	}
+	cancel()
+	resp.Body.Close()
+	// The slot is given back when the stream ends.
+	waitFor(t, "the tail's slot", func() bool {
+		ctx, stop := context.WithTimeout(t.Context(), time.Second)
+		defer stop()
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, b.srv.URL+"/ui/tail/stream", nil)
+		resp, err := b.client.Do(req)
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK
+	})
+}
+
+// waitFor polls cond until it holds or ten seconds pass.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(10 * time.Millisecond) // polling a condition over HTTP
+	}
+}

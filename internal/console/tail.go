@@ -1,0 +1,138 @@
+package console
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/hookgate/hookgate/internal/inbox"
+)
+
+// tailBatch is the most events one look at the inbox sends; when more
+// arrived since the last look, the oldest of them are skipped and the
+// tail says how many.
+const tailBatch = 100
+
+// tailKeepAlive is how often an idle tail sends a comment, so proxies do
+// not close it.
+const tailKeepAlive = 15 * time.Second
+
+// tailEvent is one event as the live tail sends it.
+type tailEvent struct {
+	ID         int64     `json:"id"`
+	ReceivedAt time.Time `json:"received_at"`
+	Source     string    `json:"source"`
+	Tenant     string    `json:"tenant"`
+	EventID    string    `json:"event_id"`
+	Type       string    `json:"type"`
+	Status     string    `json:"status"`
+}
+
+// tailData is what the tail page shows.
+type tailData struct {
+	Source  string
+	Sources []string
+}
+
+func (c *console) tailPage(w http.ResponseWriter, r *http.Request, sess *session) error {
+	d := tailData{Source: r.URL.Query().Get("source")}
+	for _, s := range c.sources {
+		d.Sources = append(d.Sources, s.Name)
+	}
+	return c.render(w, "tail", page{Title: "Live tail", Nav: "tail", CSRF: sess.csrf, Data: d})
+}
+
+// tailStream sends the events stored after the cursor as server-sent
+// events, looking at the newest page of the inbox (one index read) every
+// tailEvery. The cursor starts at after= (the Last-Event-ID of a
+// reconnecting browser) or at the newest event. At most MaxTail streams
+// are open at once; another is answered 503.
+func (c *console) tailStream(w http.ResponseWriter, r *http.Request, _ *session) error {
+	select {
+	case c.tail <- struct{}{}:
+		defer func() { <-c.tail }()
+	default:
+		w.Header().Set("Retry-After", "30")
+		return &httpError{code: http.StatusServiceUnavailable, msg: "too many live tails are open"}
+	}
+	flusher, ok := w.(http.Flusher)
+	if !ok {
+		return fmt.Errorf("tail: the connection cannot stream")
+	}
+	source := r.URL.Query().Get("source")
+	cursor, err := c.tailCursor(r, source)
+	if err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.Header().Set("X-Accel-Buffering", "no")
+	w.WriteHeader(http.StatusOK)
+	fmt.Fprint(w, "retry: 2000\n\n")
+	flusher.Flush()
+
+	tick := time.NewTicker(c.tailEvery)
+	defer tick.Stop()
+	quiet := time.Now()
+	for {
+		select {
+		case <-r.Context().Done():
+			return nil
+		case <-tick.C:
+		}
+		events, err := c.store.List(r.Context(), inbox.Filter{Source: source, Limit: tailBatch})
+		if err != nil {
+			if r.Context().Err() != nil {
+				return nil
+			}
+			c.log.Warn("console: live tail", "err", err)
+			continue
+		}
+		events = slices.DeleteFunc(events, func(e inbox.Event) bool { return e.ID <= cursor })
+		if len(events) == 0 {
+			if time.Since(quiet) > tailKeepAlive {
+				fmt.Fprint(w, ": still here\n\n")
+				flusher.Flush()
+				quiet = time.Now()
+			}
+			continue
+		}
+		if len(events) == tailBatch {
+			fmt.Fprint(w, "event: skipped\ndata: more events arrived than the tail shows at once; the oldest were skipped\n\n")
+		}
+		slices.Reverse(events)
+		for _, e := range events {
+			data, err := json.Marshal(tailEvent{ID: e.ID, ReceivedAt: e.ReceivedAt, Source: e.Source, Tenant: e.Tenant,
+				EventID: e.EventID, Type: e.Type, Status: string(e.Status)})
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(w, "id: %d\nevent: stored\ndata: %s\n\n", e.ID, data)
+			cursor = e.ID
+		}
+		flusher.Flush()
+		quiet = time.Now()
+	}
+}
+
+// tailCursor is the id after which a stream starts: the browser's
+// Last-Event-ID or after=, else the newest stored event's.
+func (c *console) tailCursor(r *http.Request, source string) (int64, error) {
+	for _, s := range []string{r.Header.Get("Last-Event-ID"), r.URL.Query().Get("after")} {
+		if s == "" {
+			continue
+		}
+		n, err := strconv.ParseInt(s, 10, 64)
+		if err != nil || n < 0 {
+			return 0, badRequest("after %q: want an event id", s)
+		}
+		return n, nil
+	}
+	newest, err := c.store.List(r.Context(), inbox.Filter{Source: source, Limit: 1})
+	if err != nil || len(newest) == 0 {
+		return 0, err
+	}
+	return newest[0].ID, nil
+}
