@@ -2,83 +2,11 @@ package cli_test
 
 import (
 	"bytes"
-	"io"
-	"net"
 	"net/http"
-	neturl "net/url"
-	"sync"
 	"testing"
 
 	"github.com/hookgate/hookgate/internal/pgtest"
 )
-
-// cutProxy forwards TCP connections to a PostgreSQL server until Cut:
-// then it drops every connection and refuses new ones (each is closed as
-// soon as it is accepted), like a database host that went away, until
-// Restore.
-type cutProxy struct {
-	ln     net.Listener
-	target string
-
-	mu    sync.Mutex
-	cut   bool
-	conns map[net.Conn]bool
-}
-
-func newCutProxy(t *testing.T, target string) *cutProxy {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := &cutProxy{ln: ln, target: target, conns: map[net.Conn]bool{}}
-	t.Cleanup(func() { ln.Close(); p.Cut() })
-	go p.serve()
-	return p
-}
-
-func (p *cutProxy) serve() {
-	for {
-		c, err := p.ln.Accept()
-		if err != nil {
-			return
-		}
-		p.mu.Lock()
-		if p.cut {
-			p.mu.Unlock()
-			c.Close()
-			continue
-		}
-		up, err := net.Dial("tcp", p.target)
-		if err != nil {
-			p.mu.Unlock()
-			c.Close()
-			continue
-		}
-		p.conns[c], p.conns[up] = true, true
-		p.mu.Unlock()
-		go func() { io.Copy(up, c); up.Close() }()
-		go func() { io.Copy(c, up); c.Close() }()
-	}
-}
-
-// Cut drops every connection and refuses new ones.
-func (p *cutProxy) Cut() {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.cut = true
-	for c := range p.conns {
-		c.Close()
-	}
-	clear(p.conns)
-}
-
-// Restore lets connections through again.
-func (p *cutProxy) Restore() {
-	p.mu.Lock()
-	p.cut = false
-	p.mu.Unlock()
-}
 
 // A node whose PostgreSQL goes away answers 503 with Retry-After (never a
 // 202 it could not store) and /readyz says not ready; when the database is
@@ -90,16 +18,8 @@ func TestNodeRidesOutPostgresOutage(t *testing.T) {
 		t.Skip("starts hookgate processes")
 	}
 	db := pgtest.New(t)
-	u, err := neturl.Parse(db)
-	if err != nil {
-		t.Fatal(err)
-	}
-	proxy := newCutProxy(t, u.Host)
-	u.Host = proxy.ln.Addr().String()
-	q := u.Query()
-	q.Set("connect_timeout", "2")
-	u.RawQuery = q.Encode()
-	node := nodesOn(t, u.String(), 1, "", "")[0]
+	proxy, viaProxy := pgtest.NewProxy(t, db)
+	node := nodesOn(t, viaProxy, 1, "", "")[0]
 	src := signer(t)
 	client := &http.Client{}
 	post := func(id string) *http.Response {
