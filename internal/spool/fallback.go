@@ -1,0 +1,196 @@
+package spool
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/hookgate/hookgate/dedupe"
+	"github.com/hookgate/hookgate/internal/inbox"
+)
+
+// Defaults of FallbackOptions.
+const (
+	// DefaultTimeout bounds one write to the inbox before the events go to
+	// the spool instead.
+	DefaultTimeout = 2 * time.Second
+	// DefaultRetry is how long, after the inbox failed, events go straight
+	// to the spool before the inbox is tried again.
+	DefaultRetry = time.Second
+	// DrainBatch is how many spooled events one drain moves.
+	DrainBatch = 500
+)
+
+// FallbackOptions tune a Fallback; zero values mean the defaults.
+type FallbackOptions struct {
+	Timeout, Retry time.Duration
+	// Now is the clock of the retry; nil means time.Now.
+	Now func() time.Time
+	// Logger hears when spooling starts and ends; nil discards.
+	Logger *slog.Logger
+}
+
+// Fallback is the acceptor intake writes through when the spool is on: the
+// inbox while it answers, the spool when it does not. Run drains the spool
+// into the inbox.
+type Fallback struct {
+	inbox Acceptor
+	spool *Spool
+	opts  FallbackOptions
+	wake  chan struct{}
+
+	mu        sync.Mutex
+	downUntil time.Time // events go straight to the spool until then
+	down      bool      // the last write to the inbox failed
+}
+
+// NewFallback returns the acceptor of inbox with spool behind it.
+func NewFallback(in Acceptor, sp *Spool, opts FallbackOptions) *Fallback {
+	if opts.Timeout <= 0 {
+		opts.Timeout = DefaultTimeout
+	}
+	if opts.Retry <= 0 {
+		opts.Retry = DefaultRetry
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	return &Fallback{inbox: in, spool: sp, opts: opts, wake: make(chan struct{}, 1)}
+}
+
+// AcceptWriters is the inbox's number of concurrent writers (see
+// intake.ParallelAcceptor).
+func (f *Fallback) AcceptWriters() int {
+	if p, ok := f.inbox.(interface{ AcceptWriters() int }); ok {
+		return p.AcceptWriters()
+	}
+	return 1
+}
+
+// Accept writes items to the inbox; when the inbox is unavailable (or does
+// not answer within the timeout) it puts them into the spool instead, and
+// the outcomes are the spool's. Any other error of the inbox is returned.
+func (f *Fallback) Accept(ctx context.Context, items []inbox.Item) ([]inbox.Outcome, error) {
+	if !f.skipInbox() {
+		outs, err := f.tryInbox(ctx, items)
+		if err == nil {
+			f.setDown(false, nil)
+			return outs, nil
+		}
+		if !errors.Is(err, errUnreachable) {
+			return nil, err
+		}
+		f.setDown(true, err)
+	}
+	outs, err := f.spool.Put(ctx, items)
+	if err != nil {
+		return nil, err
+	}
+	select {
+	case f.wake <- struct{}{}:
+	default:
+	}
+	return outs, nil
+}
+
+// errUnreachable marks an inbox write that failed for want of the inbox
+// (unavailable, or out of time), as opposed to one it refused.
+var errUnreachable = errors.New("inbox unreachable")
+
+// tryInbox writes items to the inbox within the timeout.
+func (f *Fallback) tryInbox(ctx context.Context, items []inbox.Item) ([]inbox.Outcome, error) {
+	tctx, cancel := context.WithTimeout(ctx, f.opts.Timeout)
+	defer cancel()
+	outs, err := f.inbox.Accept(tctx, items)
+	if err != nil && (errors.Is(err, dedupe.ErrUnavailable) || tctx.Err() != nil) {
+		return nil, errors.Join(errUnreachable, err)
+	}
+	return outs, err
+}
+
+// skipInbox reports whether the inbox failed so recently that events go
+// straight to the spool.
+func (f *Fallback) skipInbox() bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.opts.Now().Before(f.downUntil)
+}
+
+// setDown records the inbox's state after a write, logging a change.
+func (f *Fallback) setDown(down bool, err error) {
+	f.mu.Lock()
+	was := f.down
+	f.down = down
+	if down {
+		f.downUntil = f.opts.Now().Add(f.opts.Retry)
+	}
+	f.mu.Unlock()
+	switch {
+	case down && !was:
+		f.opts.Logger.Warn("inbox unreachable: spooling events on local disk", "err", err)
+	case !down && was:
+		f.opts.Logger.Info("inbox reachable again: new events go to it; the spool drains")
+	}
+}
+
+// Spooling reports whether events are going to the spool: the last write
+// to the inbox failed.
+func (f *Fallback) Spooling() bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.down
+}
+
+// Run drains the spool into the inbox until ctx ends: at once (events a
+// crash left in the spool), whenever events are spooled, and every retry
+// period while some wait.
+func (f *Fallback) Run(ctx context.Context) {
+	tick := time.NewTicker(f.opts.Retry)
+	defer tick.Stop()
+	for {
+		f.drainAll(ctx)
+		select {
+		case <-ctx.Done():
+			return
+		case <-f.wake:
+		case <-tick.C:
+		}
+	}
+}
+
+// drainAll drains until the spool is empty or the inbox fails. While the
+// inbox is known down it waits for the retry instead of trying.
+func (f *Fallback) drainAll(ctx context.Context) {
+	for ctx.Err() == nil && !f.skipInbox() {
+		n, err := f.spool.Drain(ctx, timeoutAcceptor{f.inbox, f.opts.Timeout}, DrainBatch)
+		if err != nil {
+			if errors.Is(err, dedupe.ErrUnavailable) || errors.Is(err, context.DeadlineExceeded) {
+				f.setDown(true, err)
+			} else {
+				f.opts.Logger.Error("draining the spool", "err", err)
+			}
+			return
+		}
+		if n == 0 {
+			return
+		}
+		f.setDown(false, nil)
+	}
+}
+
+// timeoutAcceptor bounds each Accept of an acceptor.
+type timeoutAcceptor struct {
+	Acceptor
+	timeout time.Duration
+}
+
+func (t timeoutAcceptor) Accept(ctx context.Context, items []inbox.Item) ([]inbox.Outcome, error) {
+	tctx, cancel := context.WithTimeout(ctx, t.timeout)
+	defer cancel()
+	return t.Acceptor.Accept(tctx, items)
+}
