@@ -203,7 +203,7 @@ type Stats struct {
 // Stats reads the spool's counts.
 func (s *Spool) Stats(ctx context.Context) (Stats, error) {
 	var (
-		st                                Stats
+		st                               Stats
 		oldest, first, last, lastDrained sql.NullInt64
 	)
 	err := s.db.QueryRowContext(ctx, `SELECT count(*),
