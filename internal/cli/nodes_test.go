@@ -168,7 +168,7 @@ func TestNodesShareTheWork(t *testing.T) {
 	src := signer(t)
 	client := &http.Client{Timeout: 10 * time.Second}
 
-	const senders, perSender = 16, 60
+	const senders, perSender = 16, 625 // 10,000 sends, a fifth of them redeliveries
 	var (
 		ackMu  sync.Mutex
 		acked  = map[string]bool{}
