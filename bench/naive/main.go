@@ -11,9 +11,9 @@ import (
 	"syscall"
 
 	_ "github.com/jackc/pgx/v5/stdlib"
+	_ "modernc.org/sqlite"
 
 	"github.com/hookgate/hookgate/bench/internal/httpserve"
-	"github.com/hookgate/hookgate/dedupe/sqlite"
 	"github.com/hookgate/hookgate/verify"
 )
 
@@ -60,6 +60,9 @@ func openDB(path string) (*sql.DB, dialect, error) {
 		db, err := sql.Open("pgx", path)
 		return db, postgresSQL, err
 	}
-	db, err := sqlite.OpenDB(path)
+	// SQLite's own checkpoints, inside the commit that fills the WAL, as
+	// a service that opens the file with these settings gets them.
+	db, err := sql.Open("sqlite", "file:"+path+
+		"?_pragma=journal_mode(WAL)&_pragma=synchronous(FULL)&_pragma=busy_timeout(10000)&_txlock=immediate")
 	return db, sqliteSQL, err
 }

@@ -1,7 +1,6 @@
 package sqlite_test
 
 import (
-	"fmt"
 	"path/filepath"
 	"testing"
 
@@ -49,11 +48,7 @@ const prefill = 20_000
 func benchStore(b *testing.B) (*sqlite.Store, *testBundle) {
 	b.Helper()
 	path := filepath.Join(b.TempDir(), "bench.db")
-	db, err := sqlite.OpenDB(path)
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { db.Close() })
+	db := openDB(b, path)
 	s, err := sqlite.New(db, sqlite.Options{})
 	if err != nil {
 		b.Fatal(err)
@@ -88,36 +83,4 @@ func BenchmarkClaimBatch100(b *testing.B) {
 		next += batch
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(next), "ns/key")
-}
-
-// BenchmarkClaimCommitted claims and commits keys in one statement per
-// durable transaction (TxStore.ClaimCommitted, the gateway's path), one key
-// or 100 keys per transaction.
-func BenchmarkClaimCommitted(b *testing.B) {
-	for _, batch := range []int{1, 100} {
-		b.Run(fmt.Sprintf("batch%d", batch), func(b *testing.B) {
-			s, tb := benchStore(b)
-			ctx := b.Context()
-			next := 0
-			for b.Loop() {
-				hs := make([]dedupe.Hash, batch)
-				for i := range hs {
-					hs[i] = hash(next + i)
-				}
-				tx, err := tb.db.BeginTx(ctx, nil)
-				if err != nil {
-					b.Fatal(err)
-				}
-				rs, err := s.Tx(tx).ClaimCommitted(ctx, window, hs...)
-				if err != nil || rs[batch-1].Status != dedupe.New {
-					b.Fatal(rs, err)
-				}
-				if err := tx.Commit(); err != nil {
-					b.Fatal(err)
-				}
-				next += batch
-			}
-			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(next), "ns/key")
-		})
-	}
 }

@@ -19,7 +19,7 @@
 //
 // # Durability
 //
-// [OpenDB] sets every connection to
+// [Open] sets every connection to
 //
 //   - journal_mode=WAL, so readers and the one writer do not block each
 //     other;
@@ -33,17 +33,20 @@
 //     in this process or another, wait their turn instead of failing when a
 //     read lock cannot be upgraded;
 //   - temp_store=MEMORY, so the statement journal of a many-row statement
-//     stays in memory instead of spilling to a temporary file;
-//   - foreign_keys=ON for the tables that share the file.
+//     stays in memory instead of spilling to a temporary file.
 //
-// OpenDB reads journal_mode and synchronous back and fails with
-// [ErrNotDurable] if SQLite did not take them. Within one process, a
+// It creates the file readable and writable by its owner only, and fails
+// with [ErrNotDurable] if SQLite did not take WAL and synchronous=FULL. A
+// database given to [New] is checked the same way. Within one process, a
 // [Store]'s own transactions also queue on a channel, so waiting goroutines
-// neither hold connections nor poll the lock.
+// neither hold connections nor poll the lock. The schema_versions table
+// records the migrations the file has had, so a newer release can change
+// the table in place.
 //
 // # Driver
 //
-// The store uses modernc.org/sqlite, SQLite translated to Go: no cgo, so
+// The store uses modernc.org/sqlite, SQLite translated to Go, which
+// importing this package registers under the driver name "sqlite": no cgo, so
 // hookgate cross-compiles and builds with the Go toolchain alone. It was
 // measured against github.com/ncruces/go-sqlite3 v0.37.0 (SQLite compiled
 // from WebAssembly to Go) on the 2-core development VM, with WAL and

@@ -2,6 +2,7 @@ package sqlite_test
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"log"
 	"os"
@@ -56,8 +57,9 @@ func Example() {
 	// provider retry: duplicate
 }
 
-// The gateway claims a key, stores its inbox row and commits the key in one
-// transaction: a crash or failure before the commit leaves neither behind.
+// An application claims a key, stores its own row and commits the key in
+// one transaction: a crash or failure before the commit leaves neither
+// behind.
 func ExampleStore_Tx() {
 	dir, err := os.MkdirTemp("", "hookgate-example")
 	if err != nil {
@@ -65,7 +67,9 @@ func ExampleStore_Tx() {
 	}
 	defer os.RemoveAll(dir)
 
-	db, err := sqlite.OpenDB(filepath.Join(dir, "hookgate.db"))
+	// Importing dedupe/sqlite registers the modernc.org/sqlite driver.
+	db, err := sql.Open("sqlite", "file:"+filepath.Join(dir, "app.db")+
+		"?_pragma=journal_mode(WAL)&_pragma=synchronous(FULL)&_pragma=busy_timeout(10000)&_txlock=immediate")
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -7,7 +7,14 @@ import (
 	"time"
 
 	"github.com/hookgate/hookgate/dedupe"
+	"github.com/hookgate/hookgate/internal/sqlitedb"
 )
+
+// ErrNotDurable is returned by [Open] and [New] when SQLite did not take
+// the settings durability depends on (WAL and synchronous=FULL), for
+// example for an in-memory database or on a file system where WAL cannot
+// be used.
+var ErrNotDurable = sqlitedb.ErrNotDurable
 
 // Options configures a [Store]. The zero value is ready to use.
 type Options struct {
@@ -20,64 +27,74 @@ type Options struct {
 // database. It is safe for concurrent use by many goroutines and by many
 // processes that open the same file.
 type Store struct {
-	db     *sql.DB
-	ownsDB bool
-	now    func() time.Time
-	// writer admits one write transaction at a time (see Lock).
-	writer chan struct{}
+	db   *sqlitedb.DB
+	keys sqlitedb.Keys
 }
 
 var _ dedupe.Store = (*Store)(nil)
 
-// New returns a store that keeps its keys in db, which should come from
-// [OpenDB]. It creates the dedupe_keys table and its index if they are
-// absent, so calling it on a database that already has them is safe.
-func New(db *sql.DB, opts Options) (*Store, error) {
-	s := &Store{db: db, now: opts.Now, writer: make(chan struct{}, 1)}
-	if s.now == nil {
-		s.now = time.Now
-	}
-	if err := migrate(context.Background(), db); err != nil {
-		return nil, fmt.Errorf("dedupe/sqlite: create table: %w: %w", dedupe.ErrUnavailable, err)
-	}
-	return s, nil
-}
-
-// Open opens the database file at path with [OpenDB] and returns a store on
-// it; [Store.Close] closes that database.
+// Open opens (creating if absent, readable by its owner only) the database
+// file at path with the settings described in the package documentation,
+// and returns a store on it; [Store.Close] closes the database.
 func Open(path string, opts Options) (*Store, error) {
-	db, err := OpenDB(path)
+	db, err := sqlitedb.Open(path)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("dedupe/sqlite: %w", err)
 	}
-	s, err := New(db, opts)
+	s, err := newStore(db, opts)
 	if err != nil {
 		db.Close()
 		return nil, err
 	}
-	s.ownsDB = true
 	return s, nil
+}
+
+// New returns a store that keeps its keys in db, a database the caller
+// opened and shares, for example to claim keys in its own transactions
+// through [Store.Tx]. db must be in WAL mode with synchronous=FULL
+// ([ErrNotDurable] if not), and should begin its transactions with BEGIN
+// IMMEDIATE and wait on a busy timeout; with modernc.org/sqlite:
+//
+//	file:PATH?_pragma=journal_mode(WAL)&_pragma=synchronous(FULL)&_pragma=busy_timeout(10000)&_txlock=immediate
+//
+// New creates the dedupe_keys table and its index if they are absent, so
+// calling it on a database that already has them is safe. [Store.Close]
+// leaves db open.
+func New(db *sql.DB, opts Options) (*Store, error) {
+	d, err := sqlitedb.Wrap(db)
+	if err != nil {
+		return nil, fmt.Errorf("dedupe/sqlite: %w", err)
+	}
+	return newStore(d, opts)
+}
+
+func newStore(db *sqlitedb.DB, opts Options) (*Store, error) {
+	now := opts.Now
+	if now == nil {
+		now = time.Now
+	}
+	if err := db.Migrate(context.Background(), sqlitedb.KeyTable, sqlitedb.KeySteps); err != nil {
+		return nil, fmt.Errorf("dedupe/sqlite: %w: %w", dedupe.ErrUnavailable, err)
+	}
+	return &Store{db: db, keys: sqlitedb.Keys{Now: now}}, nil
 }
 
 // Close closes the database if the store was made by [Open]; a store made
 // by [New] leaves its database to the caller.
 func (s *Store) Close() error {
-	if !s.ownsDB {
-		return nil
-	}
 	return s.db.Close()
 }
 
 // Tx returns the claim protocol bound to the caller's transaction tx, which
 // should be a write transaction on the store's database. Claims, commits,
 // releases and sweeps made through it become visible to others, and
-// durable, only when the caller commits tx, and vanish if it rolls back: the
-// gateway claims its keys, inserts its inbox rows and commits the keys in
+// durable, only when the caller commits tx, and vanish if it rolls back: an
+// application claims its keys, inserts its own rows and commits the keys in
 // one transaction. The returned store must not be used after tx ends. While
 // a goroutine holds tx, it must go through Tx: the store's own methods
 // would wait for the write lock that tx holds.
 func (s *Store) Tx(tx *sql.Tx) *TxStore {
-	return &TxStore{s: s, tx: tx}
+	return &TxStore{keys: s.keys, tx: tx}
 }
 
 // Claim implements [dedupe.Store] in one transaction. A hash repeated
@@ -89,7 +106,7 @@ func (s *Store) Claim(ctx context.Context, lease time.Duration, hashes ...dedupe
 	var rs []dedupe.Result
 	err := s.write(ctx, "claim", func(tx *sql.Tx) error {
 		var err error
-		rs, err = s.claim(ctx, tx, lease, false, hashes)
+		rs, err = s.keys.Claim(ctx, tx, lease, false, hashes)
 		return err
 	})
 	if err != nil {
@@ -107,13 +124,13 @@ func (s *Store) Commit(ctx context.Context, window time.Duration, leases ...dedu
 	var lost error
 	err := s.write(ctx, "commit", func(tx *sql.Tx) error {
 		var err error
-		lost, err = s.commit(ctx, tx, window, leases)
+		lost, err = s.keys.Commit(ctx, tx, window, leases)
 		return err
 	})
 	if err != nil {
 		return err
 	}
-	return lost
+	return lostLease(lost)
 }
 
 // Release implements [dedupe.Store] in one transaction. It drops only
@@ -124,67 +141,38 @@ func (s *Store) Release(ctx context.Context, leases ...dedupe.Lease) error {
 		return nil
 	}
 	return s.write(ctx, "release", func(tx *sql.Tx) error {
-		return s.release(ctx, tx, leases)
+		return s.keys.Release(ctx, tx, leases)
 	})
 }
 
 // Sweep implements [dedupe.Store]. It deletes in transactions of at most
-// sweepChunk keys, so claims wait behind one chunk, not the whole sweep. If
+// a thousand keys, so claims wait behind one chunk, not the whole sweep. If
 // a chunk fails, it returns what the committed chunks removed with the
 // error.
 func (s *Store) Sweep(ctx context.Context) (int, error) {
-	now := s.now().UnixNano()
+	now := s.keys.Now().UnixNano()
 	removed := 0
 	for {
 		var n int64
 		err := s.write(ctx, "sweep", func(tx *sql.Tx) error {
 			var err error
-			n, err = sweepChunk(ctx, tx, now)
+			n, err = sqlitedb.SweepKeys(ctx, tx, now)
 			return err
 		})
 		if err != nil {
 			return removed, err
 		}
 		removed += int(n)
-		if n < sweepLimit {
+		if n < sqlitedb.SweepLimit {
 			return removed, nil
 		}
-	}
-}
-
-// Lock takes the store's turn to write, and unlock gives it back. The
-// store's own write transactions take it, and so should a caller sharing
-// the database: the goroutines of one process then queue here, without
-// holding a connection, rather than polling SQLite's lock on the busy
-// timeout. Other processes on the same file still queue on the busy
-// timeout. A goroutine holding the turn must not call the store's own
-// methods; it writes through [Store.Tx].
-func (s *Store) Lock(ctx context.Context) (unlock func(), err error) {
-	select {
-	case s.writer <- struct{}{}:
-		return func() { <-s.writer }, nil
-	case <-ctx.Done():
-		return nil, ctx.Err()
 	}
 }
 
 // write runs fn in a transaction of its own, which it commits if fn
 // succeeds. Errors fn returns from the database are wrapped by fail.
 func (s *Store) write(ctx context.Context, op string, fn func(*sql.Tx) error) error {
-	unlock, err := s.Lock(ctx)
-	if err != nil {
-		return fail(ctx, op, err)
-	}
-	defer unlock()
-	tx, err := s.db.BeginTx(ctx, nil)
-	if err != nil {
-		return fail(ctx, op, err)
-	}
-	if err := fn(tx); err != nil {
-		tx.Rollback()
-		return fail(ctx, op, err)
-	}
-	if err := tx.Commit(); err != nil {
+	if err := s.db.Write(ctx, fn); err != nil {
 		return fail(ctx, op, err)
 	}
 	return nil
@@ -203,33 +191,26 @@ func fail(ctx context.Context, op string, err error) error {
 	return fmt.Errorf("dedupe/sqlite: %s: %w: %w", op, dedupe.ErrUnavailable, err)
 }
 
+// lostLease prefixes the report of a lease that lost its key.
+func lostLease(lost error) error {
+	if lost == nil {
+		return nil
+	}
+	return fmt.Errorf("dedupe/sqlite: %w", lost)
+}
+
 // TxStore is the claim protocol inside a caller's transaction; see
 // [Store.Tx].
 type TxStore struct {
-	s  *Store
-	tx *sql.Tx
+	keys sqlitedb.Keys
+	tx   *sql.Tx
 }
 
 var _ dedupe.Store = (*TxStore)(nil)
 
 // Claim implements [dedupe.Store].
 func (t *TxStore) Claim(ctx context.Context, lease time.Duration, hashes ...dedupe.Hash) ([]dedupe.Result, error) {
-	rs, err := t.s.claim(ctx, t.tx, lease, false, hashes)
-	if err != nil {
-		return nil, fail(ctx, "claim", err)
-	}
-	return rs, nil
-}
-
-// ClaimCommitted claims hashes and commits the ones it takes in the same
-// statement, with the given window: the result a Claim, then a Commit of
-// every New lease, would give inside this transaction, in one pass over
-// the keys. It is for a caller that writes its event in the same
-// transaction, where a lease between claim and commit protects nothing: the
-// transaction is the lease. New results carry the window's end in Expires;
-// a hash repeated within the call is a Duplicate of its first occurrence.
-func (t *TxStore) ClaimCommitted(ctx context.Context, window time.Duration, hashes ...dedupe.Hash) ([]dedupe.Result, error) {
-	rs, err := t.s.claim(ctx, t.tx, window, true, hashes)
+	rs, err := t.keys.Claim(ctx, t.tx, lease, false, hashes)
 	if err != nil {
 		return nil, fail(ctx, "claim", err)
 	}
@@ -238,16 +219,16 @@ func (t *TxStore) ClaimCommitted(ctx context.Context, window time.Duration, hash
 
 // Commit implements [dedupe.Store].
 func (t *TxStore) Commit(ctx context.Context, window time.Duration, leases ...dedupe.Lease) error {
-	lost, err := t.s.commit(ctx, t.tx, window, leases)
+	lost, err := t.keys.Commit(ctx, t.tx, window, leases)
 	if err != nil {
 		return fail(ctx, "commit", err)
 	}
-	return lost
+	return lostLease(lost)
 }
 
 // Release implements [dedupe.Store].
 func (t *TxStore) Release(ctx context.Context, leases ...dedupe.Lease) error {
-	if err := t.s.release(ctx, t.tx, leases); err != nil {
+	if err := t.keys.Release(ctx, t.tx, leases); err != nil {
 		return fail(ctx, "release", err)
 	}
 	return nil
@@ -256,15 +237,15 @@ func (t *TxStore) Release(ctx context.Context, leases ...dedupe.Lease) error {
 // Sweep implements [dedupe.Store]; all of it is part of the caller's
 // transaction.
 func (t *TxStore) Sweep(ctx context.Context) (int, error) {
-	now := t.s.now().UnixNano()
+	now := t.keys.Now().UnixNano()
 	removed := 0
 	for {
-		n, err := sweepChunk(ctx, t.tx, now)
+		n, err := sqlitedb.SweepKeys(ctx, t.tx, now)
 		if err != nil {
 			return removed, fail(ctx, "sweep", err)
 		}
 		removed += int(n)
-		if n < sweepLimit {
+		if n < sqlitedb.SweepLimit {
 			return removed, nil
 		}
 	}

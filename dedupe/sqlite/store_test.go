@@ -48,11 +48,7 @@ type testBundle struct {
 func setup(t *testing.T) (*sqlite.Store, *testBundle) {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "hookgate.db")
-	db, err := sqlite.OpenDB(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
+	db := openDB(t, path)
 	clock := dedupetest.NewClock(start)
 	s, err := sqlite.New(db, sqlite.Options{Now: clock.Now})
 	if err != nil {
@@ -208,71 +204,24 @@ func TestDurable(t *testing.T) {
 	}
 }
 
-// TestOpenDBSettings reads the durability settings back from several
-// connections of the pool.
-func TestOpenDBSettings(t *testing.T) {
+// TestNotDurable: a store is only made on a database whose commits
+// survive a crash, WAL with synchronous=FULL.
+func TestNotDurable(t *testing.T) {
 	t.Parallel()
-	_, tb := setup(t)
-	ctx := t.Context()
-	var conns []*sql.Conn
-	for range 3 {
-		c, err := tb.db.Conn(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer c.Close()
-		conns = append(conns, c)
-	}
-	for i, c := range conns {
-		for _, p := range []struct {
-			pragma, want string
-		}{
-			{"journal_mode", "wal"},
-			{"synchronous", "2"},
-			{"busy_timeout", "10000"},
-			{"foreign_keys", "1"},
-		} {
-			var got string
-			if err := c.QueryRowContext(ctx, "PRAGMA "+p.pragma).Scan(&got); err != nil {
-				t.Fatal(err)
-			}
-			if got != p.want {
-				t.Errorf("connection %d: PRAGMA %s = %s, want %s", i, p.pragma, got, p.want)
-			}
-		}
-	}
-}
-
-// TestOpenDBImmediate checks that a transaction takes the write lock when
-// it begins: another connection that will not wait cannot begin a write.
-func TestOpenDBImmediate(t *testing.T) {
-	t.Parallel()
-	_, tb := setup(t)
-	ctx := t.Context()
-	tx, err := tb.db.BeginTx(ctx, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tx.Rollback()
-
-	other, err := sql.Open("sqlite", tb.path+"?_pragma=busy_timeout(0)")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer other.Close()
-	if _, err := other.ExecContext(ctx, "BEGIN IMMEDIATE"); err == nil {
-		t.Fatal("another connection began a write while a transaction from OpenDB was open")
-	}
-}
-
-func TestOpenDBNotDurable(t *testing.T) {
-	t.Parallel()
-	db, err := sqlite.OpenDB(":memory:")
+	s, err := sqlite.Open(":memory:", sqlite.Options{})
 	if err == nil {
-		db.Close()
+		s.Close()
 	}
 	if !errors.Is(err, sqlite.ErrNotDurable) {
-		t.Fatalf("OpenDB of an in-memory database: err = %v, want ErrNotDurable", err)
+		t.Fatalf("Open of an in-memory database: err = %v, want ErrNotDurable", err)
+	}
+	db, err := sql.Open("sqlite", "file:"+filepath.Join(t.TempDir(), "rollback.db")+"?_pragma=synchronous(FULL)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := sqlite.New(db, sqlite.Options{}); !errors.Is(err, sqlite.ErrNotDurable) {
+		t.Fatalf("New on a database in rollback-journal mode: err = %v, want ErrNotDurable", err)
 	}
 }
 
@@ -408,44 +357,15 @@ func TestSweepManyChunks(t *testing.T) {
 	}
 }
 
-func TestTxClaimCommitted(t *testing.T) {
-	t.Parallel()
-	s, tb := setup(t)
-	ctx := t.Context()
-	tx, err := tb.db.BeginTx(ctx, nil)
+// openDB opens the database at path with the settings the package
+// documentation asks of a database given to New.
+func openDB(tb testing.TB, path string) *sql.DB {
+	tb.Helper()
+	db, err := sql.Open("sqlite", "file:"+path+
+		"?_pragma=journal_mode(WAL)&_pragma=synchronous(FULL)&_pragma=busy_timeout(10000)&_txlock=immediate")
 	if err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
-	rs, err := s.Tx(tx).ClaimCommitted(ctx, window, hash(1), hash(2), hash(1))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if rs[0].Status != dedupe.New || rs[1].Status != dedupe.New || rs[2].Status != dedupe.Duplicate {
-		t.Fatalf("statuses %v %v %v, want new new duplicate", rs[0].Status, rs[1].Status, rs[2].Status)
-	}
-	if want := rs[0].FirstSeen.Add(window); !rs[0].Expires.Equal(want) {
-		t.Fatalf("Expires %v, want the window's end %v", rs[0].Expires, want)
-	}
-	if err := tx.Rollback(); err != nil {
-		t.Fatal(err)
-	}
-	claimWant(t, s, hash(1), dedupe.New)
-
-	tx, err = tb.db.BeginTx(ctx, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rs, err = s.Tx(tx).ClaimCommitted(ctx, window, hash(2), hash(1))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if rs[0].Status != dedupe.New || rs[1].Status != dedupe.InFlight {
-		t.Fatalf("statuses %v %v, want new, in-flight (hash 1 is leased outside)", rs[0].Status, rs[1].Status)
-	}
-	if err := tx.Commit(); err != nil {
-		t.Fatal(err)
-	}
-	claimWant(t, s, hash(2), dedupe.Duplicate)
-	tb.clock.Advance(window)
-	claimWant(t, s, hash(2), dedupe.New)
+	tb.Cleanup(func() { db.Close() })
+	return db
 }

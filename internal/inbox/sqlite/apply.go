@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/hookgate/hookgate/internal/inbox"
+	"github.com/hookgate/hookgate/internal/sqlitedb"
 )
 
 // applyRow is what Apply reads of a stored event: its entity fields and
@@ -55,7 +56,7 @@ func (s *Store) Apply(ctx context.Context, events []inbox.Event) ([]inbox.Applie
 		if err != nil {
 			return err
 		}
-		a, err := newApplier(ctx, tx, &s.stmts, s.now().UnixNano())
+		a, err := newApplier(ctx, tx, s.db, s.now().UnixNano())
 		if err != nil {
 			return err
 		}
@@ -85,7 +86,7 @@ func (s *Store) Apply(ctx context.Context, events []inbox.Event) ([]inbox.Applie
 // readApplyRows reads the entity fields and recorded results of ids.
 func (s *Store) readApplyRows(ctx context.Context, tx *sql.Tx, ids []int64) (map[int64]*applyRow, error) {
 	rows := make(map[int64]*applyRow, len(ids))
-	read, err := s.stmts.in(ctx, tx, `SELECT id, tenant, entity_type, entity_id, entity_version,
+	read, err := s.db.Stmt(ctx, tx, `SELECT id, tenant, entity_type, entity_id, entity_version,
 		entity_order, entity_state, apply_outcome, apply_from, apply_to, apply_transition
 		FROM events WHERE id IN (SELECT value FROM json_each(?))`)
 	if err != nil {
@@ -132,21 +133,21 @@ type applier struct {
 	heads                map[entityKey]entityHead
 }
 
-func newApplier(ctx context.Context, tx *sql.Tx, cache *stmtCache, now int64) (*applier, error) {
+func newApplier(ctx context.Context, tx *sql.Tx, db *sqlitedb.DB, now int64) (*applier, error) {
 	a := &applier{ctx: ctx, now: now, heads: map[entityKey]entityHead{}}
 	var err error
-	if a.read, err = cache.in(ctx, tx, `SELECT ord, state FROM entities
+	if a.read, err = db.Stmt(ctx, tx, `SELECT ord, state FROM entities
 		WHERE tenant = ? AND type = ? AND id = ?`); err != nil {
 		return nil, err
 	}
-	if a.upsert, err = cache.in(ctx, tx, `INSERT INTO entities
+	if a.upsert, err = db.Stmt(ctx, tx, `INSERT INTO entities
 		(tenant, type, id, version, ord, state, event_id, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT (tenant, type, id) DO UPDATE SET version = excluded.version, ord = excluded.ord,
 		state = excluded.state, event_id = excluded.event_id, updated_at = excluded.updated_at`); err != nil {
 		a.close()
 		return nil, err
 	}
-	if a.record, err = cache.in(ctx, tx, `UPDATE events SET apply_outcome = ?, apply_from = ?,
+	if a.record, err = db.Stmt(ctx, tx, `UPDATE events SET apply_outcome = ?, apply_from = ?,
 		apply_to = ?, apply_transition = ? WHERE id = ?`); err != nil {
 		a.close()
 		return nil, err

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/hookgate/hookgate/internal/inbox"
+	"github.com/hookgate/hookgate/internal/sqlitedb"
 )
 
 // Deliveries implements inbox.Store. Events without a delivery are absent
@@ -73,7 +74,7 @@ func (s *Store) Dispatch(ctx context.Context, owner string, lane inbox.Lane, don
 		if n <= 0 {
 			return nil
 		}
-		tasks, err := s.leaseDeliveries(ctx, tx, owner, lane, n, now, after(now, d))
+		tasks, err := s.leaseDeliveries(ctx, tx, owner, lane, n, now, sqlitedb.After(now, d))
 		out.Tasks = tasks
 		return err
 	})
@@ -90,20 +91,20 @@ func (s *Store) recordDone(ctx context.Context, tx *sql.Tx, owner string, done [
 	if len(done) == 0 {
 		return nil
 	}
-	logged, err := s.stmts.in(ctx, tx, `INSERT INTO attempts
+	logged, err := s.db.Stmt(ctx, tx, `INSERT INTO attempts
 		(event_id, destination, at, duration, code, error, body) VALUES (?, ?, ?, ?, ?, ?, ?)`)
 	if err != nil {
 		return err
 	}
 	defer logged.Close()
-	update, err := s.stmts.in(ctx, tx, `UPDATE deliveries SET status = ?, attempts = attempts + 1,
+	update, err := s.db.Stmt(ctx, tx, `UPDATE deliveries SET status = ?, attempts = attempts + 1,
 		next_attempt_at = ?, code = ?, error = ?, at = ?, lease_owner = '', lease_until = 0
 		WHERE event_id = ? AND destination = ? AND lease_owner = ? AND status = 'pending'`)
 	if err != nil {
 		return err
 	}
 	defer update.Close()
-	settled := &settler{tx: tx, cache: &s.stmts}
+	settled := &settler{tx: tx, db: s.db}
 	defer settled.close()
 	for _, dn := range done {
 		a := dn.Attempt
@@ -143,10 +144,10 @@ func (s *Store) recordDone(ctx context.Context, tx *sql.Tx, owner string, done [
 }
 
 // settler settles events in one transaction, with statements taken from
-// cache on first use.
+// the database's cache on first use.
 type settler struct {
 	tx         *sql.Tx
-	cache      *stmtCache
+	db         *sqlitedb.DB
 	count, end *sql.Stmt
 }
 
@@ -164,13 +165,13 @@ func (s *settler) close() {
 func (s *settler) settle(ctx context.Context, id, now int64) (*inbox.Settled, error) {
 	if s.count == nil {
 		var err error
-		if s.count, err = s.cache.in(ctx, s.tx, `SELECT
+		if s.count, err = s.db.Stmt(ctx, s.tx, `SELECT
 				coalesce(sum(status = 'pending'), 0), coalesce(sum(status = 'failed'), 0),
 				group_concat(CASE WHEN status = 'failed' THEN destination || ': ' || error END, '; ')
 			FROM (SELECT status, destination, error FROM deliveries WHERE event_id = ? ORDER BY destination)`); err != nil {
 			return nil, err
 		}
-		if s.end, err = s.cache.in(ctx, s.tx, `UPDATE events SET status = ?, last_error = ?, processed_at = ?
+		if s.end, err = s.db.Stmt(ctx, s.tx, `UPDATE events SET status = ?, last_error = ?, processed_at = ?
 			WHERE id = ? AND status = 'delivering' RETURNING source`); err != nil {
 			return nil, err
 		}
@@ -208,7 +209,7 @@ const laneLease = `UPDATE deliveries SET lease_owner = ?, lease_until = ?
 // leaseDeliveries leases up to n due deliveries of lane until `until` and
 // returns them with their events, in event id order.
 func (s *Store) leaseDeliveries(ctx context.Context, tx *sql.Tx, owner string, lane inbox.Lane, n int, now, until int64) ([]inbox.Task, error) {
-	lease, err := s.stmts.in(ctx, tx, laneLease)
+	lease, err := s.db.Stmt(ctx, tx, laneLease)
 	if err != nil {
 		return nil, err
 	}
@@ -234,7 +235,7 @@ func (s *Store) leaseDeliveries(ctx context.Context, tx *sql.Tx, owner string, l
 	for i, t := range tasks {
 		ids[i] = t.Delivery.EventID
 	}
-	read, err := s.stmts.in(ctx, tx, eventsByID)
+	read, err := s.db.Stmt(ctx, tx, eventsByID)
 	if err != nil {
 		return nil, err
 	}

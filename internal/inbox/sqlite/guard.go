@@ -7,6 +7,7 @@ import (
 
 	"github.com/hookgate/hookgate/dedupe"
 	"github.com/hookgate/hookgate/internal/inbox"
+	"github.com/hookgate/hookgate/internal/sqlitedb"
 )
 
 // guardSchema keeps the replay guard's digests: one row per accepted
@@ -55,7 +56,7 @@ func guard(ctx context.Context, tx *sql.Tx, items []inbox.Item, now int64) (map[
 			for _, i := range byDigest[d] {
 				window = max(window, items[i].Window)
 			}
-			args = append(args, d[:], now, after(now, window))
+			args = append(args, d[:], now, sqlitedb.After(now, window))
 		}
 		kept, err := keepDigests(ctx, tx, args, len(chunk))
 		if err != nil {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/hookgate/hookgate/internal/inbox"
+	"github.com/hookgate/hookgate/internal/sqlitedb"
 )
 
 // leaseQuery takes the due events in one statement. Its inner SELECT walks
@@ -37,11 +38,11 @@ func (s *Store) Lease(ctx context.Context, owner string, n int, d time.Duration)
 	err := s.write(ctx, "lease", func(tx *sql.Tx) error {
 		events = events[:0]
 		now := s.now().UnixNano()
-		lease, err := s.stmts.in(ctx, tx, leaseQuery)
+		lease, err := s.db.Stmt(ctx, tx, leaseQuery)
 		if err != nil {
 			return err
 		}
-		rows, err := lease.QueryContext(ctx, owner, after(now, d), now, now, n)
+		rows, err := lease.QueryContext(ctx, owner, sqlitedb.After(now, d), now, now, n)
 		if err != nil {
 			return err
 		}
@@ -77,14 +78,14 @@ func (s *Store) Finish(ctx context.Context, owner string, results []inbox.Result
 	var lost []int64
 	err := s.write(ctx, "finish", func(tx *sql.Tx) error {
 		lost = lost[:0]
-		end, err := s.stmts.in(ctx, tx, `UPDATE events SET status = ?, next_attempt_at = ?,
+		end, err := s.db.Stmt(ctx, tx, `UPDATE events SET status = ?, next_attempt_at = ?,
 			last_error = ?, processed_at = ?, lease_owner = '', lease_until = 0
 			WHERE id = ? AND lease_owner = ?`)
 		if err != nil {
 			return err
 		}
 		defer end.Close()
-		open, err := s.stmts.in(ctx, tx, `INSERT INTO deliveries
+		open, err := s.db.Stmt(ctx, tx, `INSERT INTO deliveries
 			(event_id, destination, source, status, attempts, code, error, at)
 			SELECT id, ?, source, 'pending', 0, 0, '', 0 FROM events WHERE id = ?
 			ON CONFLICT (event_id, destination) DO NOTHING`)
@@ -92,7 +93,7 @@ func (s *Store) Finish(ctx context.Context, owner string, results []inbox.Result
 			return err
 		}
 		defer open.Close()
-		settled := &settler{tx: tx, cache: &s.stmts}
+		settled := &settler{tx: tx, db: s.db}
 		defer settled.close()
 		now := s.now().UnixNano()
 		for _, r := range results {

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	dsqlite "github.com/hookgate/hookgate/dedupe/sqlite"
+	"github.com/hookgate/hookgate/internal/sqlitedb"
 )
 
 // TestQueryPlans checks that the queries that run on every lease, sweep
@@ -14,7 +14,7 @@ import (
 // scans without failing any other test.
 func TestQueryPlans(t *testing.T) {
 	t.Parallel()
-	db, err := dsqlite.OpenDB(filepath.Join(t.TempDir(), "inbox.db"))
+	db, err := sqlitedb.Open(filepath.Join(t.TempDir(), "inbox.db"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+
+	"github.com/hookgate/hookgate/internal/sqlitedb"
 )
 
 // processingColumns are the events columns that processing added after the
@@ -126,15 +128,22 @@ CREATE TRIGGER events_uncounted AFTER DELETE ON events BEGIN
 END;
 `
 
-// migrate creates the inbox tables or brings an older file up to date, in
-// one write transaction, so that processes opening one file at once do not
-// both add a column.
-func migrate(ctx context.Context, db *sql.DB) error {
-	tx, err := db.BeginTx(ctx, nil)
-	if err != nil {
-		return err
-	}
-	defer tx.Rollback()
+// inboxTables is the name under which schema_versions records the inbox
+// migrations.
+const inboxTables = "inbox"
+
+// inboxSteps are the inbox migrations, in order. A released step never
+// changes: a later change of the schema is a step appended here, with a
+// test that opens a file of each earlier version.
+var inboxSteps = []sqlitedb.Step{
+	{Name: "create the inbox, or bring an unversioned file up to date", Up: upgradeUnversioned},
+}
+
+// upgradeUnversioned creates the inbox tables in a new file, or brings a
+// file written before migrations were versioned up to date: files of those
+// releases record no version, so it finds what each lacks from the file
+// itself (a missing column, table or index) and adds only that.
+func upgradeUnversioned(ctx context.Context, tx *sql.Tx) error {
 	if _, err := tx.ExecContext(ctx, schema); err != nil {
 		return err
 	}
@@ -169,7 +178,7 @@ func migrate(ctx context.Context, db *sql.DB) error {
 			return fmt.Errorf("count events by status: %w", err)
 		}
 	}
-	return tx.Commit()
+	return nil
 }
 
 // deliveriesDue is the partial index a lane's lease walks: the pending

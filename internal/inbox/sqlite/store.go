@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/hookgate/hookgate/dedupe"
-	dsqlite "github.com/hookgate/hookgate/dedupe/sqlite"
 	"github.com/hookgate/hookgate/internal/inbox"
+	"github.com/hookgate/hookgate/internal/sqlitedb"
 )
 
 const schema = `
@@ -43,11 +43,10 @@ CREATE TABLE IF NOT EXISTS settings (
 
 // Store is the SQLite inbox.
 type Store struct {
-	db    *sql.DB
-	keys  *dsqlite.Store
+	db    *sqlitedb.DB
+	keys  sqlitedb.Keys
 	now   func() time.Time
 	owned bool
-	stmts stmtCache
 }
 
 var _ inbox.Store = (*Store)(nil)
@@ -60,7 +59,7 @@ type Options struct {
 
 // Open opens (creating if absent) the database at path.
 func Open(path string, opts Options) (*Store, error) {
-	db, err := dsqlite.OpenDB(path)
+	db, err := sqlitedb.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("open inbox: %w", err)
 	}
@@ -73,29 +72,28 @@ func Open(path string, opts Options) (*Store, error) {
 	return s, nil
 }
 
-// New uses db, which must come from dedupe/sqlite.OpenDB, and creates the
-// tables it needs, or adds what an older version's file lacks.
-func New(db *sql.DB, opts Options) (*Store, error) {
+// New uses db and runs the migrations the file lacks: it creates the tables
+// in a new file and brings a file of an earlier release up to date.
+func New(db *sqlitedb.DB, opts Options) (*Store, error) {
 	now := opts.Now
 	if now == nil {
 		now = time.Now
 	}
-	keys, err := dsqlite.New(db, dsqlite.Options{Now: now})
-	if err != nil {
+	ctx := context.Background()
+	if err := db.Migrate(ctx, sqlitedb.KeyTable, sqlitedb.KeySteps); err != nil {
 		return nil, fmt.Errorf("open inbox: %w", err)
 	}
-	if err := migrate(context.Background(), db); err != nil {
-		return nil, fmt.Errorf("open inbox: migrate: %w", err)
+	if err := db.Migrate(ctx, inboxTables, inboxSteps); err != nil {
+		return nil, fmt.Errorf("open inbox: %w", err)
 	}
-	return &Store{db: db, keys: keys, now: now, stmts: stmtCache{db: db}}, nil
+	return &Store{db: db, keys: sqlitedb.Keys{Now: now}, now: now}, nil
 }
 
 // DB is the underlying database.
-func (s *Store) DB() *sql.DB { return s.db }
+func (s *Store) DB() *sql.DB { return s.db.DB }
 
 // Close closes the database when the Store opened it.
 func (s *Store) Close() error {
-	s.stmts.close()
 	if s.owned {
 		return s.db.Close()
 	}
@@ -127,7 +125,7 @@ func (s *Store) Accept(ctx context.Context, items []inbox.Item) (out []inbox.Out
 			return nil, fmt.Errorf("inbox: headers of %s: %w", items[i].Event.EventID, err)
 		}
 	}
-	unlock, err := s.lock(ctx)
+	unlock, err := s.db.Lock(ctx)
 	if err != nil {
 		return nil, fail(ctx, "begin", err)
 	}
@@ -141,7 +139,6 @@ func (s *Store) Accept(ctx context.Context, items []inbox.Item) (out []inbox.Out
 			tx.Rollback()
 		}
 	}()
-	keys := s.keys.Tx(tx)
 	out = make([]inbox.Outcome, len(items))
 	var fresh []int
 	counts := intakeCounts{}
@@ -158,7 +155,7 @@ func (s *Store) Accept(ctx context.Context, items []inbox.Item) (out []inbox.Out
 		for j, i := range idx {
 			hashes[j] = items[i].Event.Hash
 		}
-		claims, err := keys.ClaimCommitted(ctx, window, hashes...)
+		claims, err := s.keys.Claim(ctx, tx, window, true, hashes)
 		if err != nil {
 			return nil, unavailable("claim", err)
 		}

@@ -14,10 +14,10 @@ import (
 
 	"github.com/hookgate/hookgate/dedupe"
 	"github.com/hookgate/hookgate/dedupe/dedupetest"
-	dsqlite "github.com/hookgate/hookgate/dedupe/sqlite"
 	"github.com/hookgate/hookgate/internal/inbox"
 	"github.com/hookgate/hookgate/internal/inbox/inboxtest"
 	"github.com/hookgate/hookgate/internal/inbox/sqlite"
+	"github.com/hookgate/hookgate/internal/sqlitedb"
 )
 
 // open opens a store on a fresh file that reads time from now.
@@ -91,7 +91,7 @@ func indexNames(t *testing.T, db *sql.DB, table string) []string {
 func TestMigrateFirstRelease(t *testing.T) {
 	t.Parallel()
 	path := filepath.Join(t.TempDir(), "v1.db")
-	db, err := dsqlite.OpenDB(path)
+	db, err := sqlitedb.Open(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -130,7 +130,7 @@ func TestMigrateFirstRelease(t *testing.T) {
 		t.Errorf("apply on a migrated file: %+v, %v", applied, err)
 	}
 	want := []string{"events_due", "events_processed", "events_source", "events_status"}
-	if got := indexNames(t, db, "events"); !slices.Equal(got, want) {
+	if got := indexNames(t, db.DB, "events"); !slices.Equal(got, want) {
 		t.Errorf("indexes on events: %v, want %v", got, want)
 	}
 }
@@ -143,7 +143,7 @@ func TestMigrateFirstRelease(t *testing.T) {
 func TestMigrateDeliveries(t *testing.T) {
 	t.Parallel()
 	path := filepath.Join(t.TempDir(), "v2.db")
-	db, err := dsqlite.OpenDB(path)
+	db, err := sqlitedb.Open(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -244,7 +244,7 @@ func TestCancelled(t *testing.T) {
 // dedupe.ErrUnavailable.
 func TestUnavailable(t *testing.T) {
 	t.Parallel()
-	db, err := dsqlite.OpenDB(filepath.Join(t.TempDir(), "inbox.db"))
+	db, err := sqlitedb.Open(filepath.Join(t.TempDir(), "inbox.db"))
 	if err != nil {
 		t.Fatal(err)
 	}

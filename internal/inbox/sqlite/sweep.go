@@ -3,25 +3,34 @@ package sqlite
 import (
 	"context"
 	"database/sql"
-	"fmt"
 	"time"
 
 	"github.com/hookgate/hookgate/internal/inbox"
+	"github.com/hookgate/hookgate/internal/sqlitedb"
 )
 
-// Sweep implements inbox.Store. Expired keys go through the dedupe store's
-// own sweep, which takes the same turn to write as the inbox; expired
-// replay guard digests and processed events go in transactions of at most
+// Sweep implements inbox.Store. Expired keys, expired replay guard digests
+// and processed events go in transactions of at most a thousand keys or
 // idChunk rows, so intake waits behind one chunk, not the whole sweep. If a
 // transaction fails, the result counts what the committed ones removed.
 func (s *Store) Sweep(ctx context.Context, processedBefore time.Time) (inbox.SweepResult, error) {
 	var res inbox.SweepResult
-	keys, err := s.keys.Sweep(ctx)
-	res.Keys = keys
-	if err != nil {
-		return res, fmt.Errorf("inbox: sweep keys: %w", err)
-	}
 	now := s.now().UnixNano()
+	for {
+		var n int64
+		err := s.write(ctx, "sweep keys", func(tx *sql.Tx) error {
+			var err error
+			n, err = sqlitedb.SweepKeys(ctx, tx, now)
+			return err
+		})
+		if err != nil {
+			return res, err
+		}
+		res.Keys += int(n)
+		if n < sqlitedb.SweepLimit {
+			break
+		}
+	}
 	for {
 		var n int
 		err := s.write(ctx, "sweep digests", func(tx *sql.Tx) error {

@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"math"
 	"strings"
 	"time"
 )
@@ -14,30 +13,10 @@ import (
 // SQLite's limit on bound parameters.
 const idChunk = 500
 
-// lock takes the turn to write that the inbox shares with its dedupe key
-// store, so the two stores' transactions (the key sweep among them) queue
-// in one line.
-func (s *Store) lock(ctx context.Context) (unlock func(), err error) {
-	return s.keys.Lock(ctx)
-}
-
-// write runs fn in a write transaction of its own, committed if fn
-// succeeds.
+// write runs fn in a write transaction of its own, taken in the
+// database's turn, committed if fn succeeds.
 func (s *Store) write(ctx context.Context, op string, fn func(*sql.Tx) error) error {
-	unlock, err := s.lock(ctx)
-	if err != nil {
-		return fail(ctx, op, err)
-	}
-	defer unlock()
-	tx, err := s.db.BeginTx(ctx, nil)
-	if err != nil {
-		return fail(ctx, op, err)
-	}
-	if err := fn(tx); err != nil {
-		tx.Rollback()
-		return fail(ctx, op, err)
-	}
-	if err := tx.Commit(); err != nil {
+	if err := s.db.Write(ctx, fn); err != nil {
 		return fail(ctx, op, err)
 	}
 	return nil
@@ -81,14 +60,6 @@ func fromNanos(ns int64) time.Time {
 		return time.Time{}
 	}
 	return time.Unix(0, ns).UTC()
-}
-
-// after returns now+d in Unix nanoseconds, saturating instead of wrapping.
-func after(now int64, d time.Duration) int64 {
-	if d > 0 && now > math.MaxInt64-int64(d) {
-		return math.MaxInt64
-	}
-	return now + int64(d)
 }
 
 // placeholders returns n comma-separated question marks.

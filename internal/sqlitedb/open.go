@@ -1,4 +1,4 @@
-package sqlite
+package sqlitedb
 
 import (
 	"context"
@@ -18,49 +18,78 @@ import (
 // SQLITE_BUSY.
 const busyTimeoutMillis = 10_000
 
-// ErrNotDurable is returned by [OpenDB] when SQLite did not take the
-// settings durability depends on, for example a file system on which WAL
-// cannot be used.
-var ErrNotDurable = errors.New("dedupe/sqlite: database cannot be made durable")
+// ErrNotDurable is returned by [Open] and [Wrap] when SQLite did not take
+// the settings durability depends on, for example on a file system where
+// WAL cannot be used.
+var ErrNotDurable = errors.New("sqlite: database cannot be made durable")
 
-// OpenDB opens (creating if absent) the SQLite database file at path with
-// the settings hookgate relies on, applied to every connection of the pool:
-//
-//   - journal_mode=WAL: readers do not block the writer nor it them;
-//   - synchronous=FULL: every commit is fsync'd before it returns, so a
-//     committed claim survives a crash or power loss;
-//   - busy_timeout of 10 s: a connection that finds the database locked by
-//     another connection or process waits for it instead of failing;
-//   - BEGIN IMMEDIATE for every transaction: a transaction takes the write
-//     lock when it begins, so concurrent writers queue on the busy timeout
-//     instead of failing when a read lock cannot be upgraded;
-//   - foreign_keys=ON.
-//
-// It checks that the journal mode and synchronous level took effect and
-// returns [ErrNotDurable] if not. The gateway shares the returned *sql.DB
-// between the dedupe table and its inbox.
-func OpenDB(path string) (*sql.DB, error) {
+// DB is a SQLite database with hookgate's settings, its write turn, its
+// prepared statements. The
+// embedded *sql.DB serves reads; writes go through [DB.Write], or
+// [DB.Lock] and a transaction of the caller's.
+type DB struct {
+	*sql.DB
+	// turn admits one write transaction of this process at a time.
+	turn  chan struct{}
+	stmts stmtCache
+	owned bool
+}
+
+// Open opens (creating if absent) the SQLite database file at path with the
+// settings described in the package documentation.
+func Open(path string) (*DB, error) {
 	if err := createPrivate(path); err != nil {
-		return nil, fmt.Errorf("dedupe/sqlite: open %s: %w", path, err)
+		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
 	}
 	db, err := sql.Open("sqlite", dsn(path))
 	if err != nil {
-		return nil, fmt.Errorf("dedupe/sqlite: open %s: %w", path, err)
+		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
 	}
 	if err := checkDurable(db); err != nil {
 		db.Close()
-		return nil, fmt.Errorf("dedupe/sqlite: open %s: %w", path, err)
+		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
 	}
-	return db, nil
+	d := newDB(db)
+	d.owned = true
+	return d, nil
 }
+
+// Wrap returns a DB on a database the caller opened and keeps, after
+// checking that it is in WAL mode with synchronous=FULL ([ErrNotDurable]
+// if not). Close leaves the database open.
+func Wrap(db *sql.DB) (*DB, error) {
+	if err := checkDurable(db); err != nil {
+		return nil, fmt.Errorf("sqlite: %w", err)
+	}
+	return newDB(db), nil
+}
+
+func newDB(db *sql.DB) *DB {
+	d := &DB{DB: db, turn: make(chan struct{}, 1)}
+	d.stmts.db = db
+	return d
+}
+
+// Close closes the prepared statements and, if [Open] opened the database,
+// closes it.
+func (d *DB) Close() error {
+	d.stmts.close()
+	if d.owned {
+		return d.DB.Close()
+	}
+	return nil
+}
+
+// inMemory reports whether path names an in-memory database.
+func inMemory(path string) bool { return path == "" || path == ":memory:" }
 
 // createPrivate creates the database file, when it does not exist yet,
 // readable and writable by its owner only: it holds every payload and the
 // demo source's secret. SQLite creates the -wal and -shm files with the
 // database file's permissions.
 func createPrivate(path string) error {
-	if path == "" || path == ":memory:" {
-		return nil // SQLite keeps these in memory
+	if inMemory(path) {
+		return nil
 	}
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
 	if errors.Is(err, fs.ErrExist) {

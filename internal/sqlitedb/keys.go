@@ -1,10 +1,9 @@
-package sqlite
+package sqlitedb
 
 import (
 	"context"
 	"database/sql"
 	"fmt"
-	"math"
 	"math/rand/v2"
 	"strings"
 	"time"
@@ -12,42 +11,39 @@ import (
 	"github.com/hookgate/hookgate/dedupe"
 )
 
-// schema creates the table and the index Sweep walks. Times are Unix
+// KeySteps are the migrations of the dedupe_keys table. The first creates
+// the table and the index the sweep walks; IF NOT EXISTS, because files
+// written before versioned migrations have both already. Times are Unix
 // nanoseconds; a key is claimable again once the clock reaches expires.
-var schema = []string{
-	`CREATE TABLE IF NOT EXISTS dedupe_keys (
+var KeySteps = []Step{
+	Exec("create dedupe_keys", `CREATE TABLE IF NOT EXISTS dedupe_keys (
 		hash       BLOB    NOT NULL PRIMARY KEY CHECK (length(hash) = 16),
 		token      INTEGER NOT NULL,
 		committed  INTEGER NOT NULL CHECK (committed IN (0, 1)),
 		first_seen INTEGER NOT NULL,
 		expires    INTEGER NOT NULL
-	) WITHOUT ROWID, STRICT`,
-	`CREATE INDEX IF NOT EXISTS dedupe_keys_expires ON dedupe_keys (expires)`,
+	) WITHOUT ROWID, STRICT;
+	CREATE INDEX IF NOT EXISTS dedupe_keys_expires ON dedupe_keys (expires)`),
 }
+
+// KeyTable is the name under which schema_versions records the dedupe_keys
+// migrations.
+const KeyTable = "dedupe_keys"
 
 const (
 	// batchLimit is how many keys one statement handles; larger batches
 	// take several statements in the same transaction. It keeps the bound
 	// parameters (four per key) far below SQLite's limit.
 	batchLimit = 256
-	// sweepLimit is how many expired keys one sweep statement deletes.
-	sweepLimit = 1000
+	// SweepLimit is how many expired keys one sweep statement deletes.
+	SweepLimit = 1000
 )
 
-// migrate creates the schema if it is absent, in one transaction so that
-// processes opening a new file at once do not trip over each other.
-func migrate(ctx context.Context, db *sql.DB) error {
-	tx, err := db.BeginTx(ctx, nil)
-	if err != nil {
-		return err
-	}
-	defer tx.Rollback()
-	for _, stmt := range schema {
-		if _, err := tx.ExecContext(ctx, stmt); err != nil {
-			return err
-		}
-	}
-	return tx.Commit()
+// Keys claims, commits and releases dedupe keys in the dedupe_keys table
+// inside a caller's write transaction.
+type Keys struct {
+	// Now is the clock of leases and windows.
+	Now func() time.Time
 }
 
 // held is the row of a key that someone else holds.
@@ -58,7 +54,7 @@ type held struct {
 	expires   int64
 }
 
-// claim claims hashes in tx, a chunk of keys per statement. For each chunk,
+// Claim claims hashes in tx, a chunk of keys per statement. For each chunk,
 // one upsert takes every key that is absent or expired and returns the
 // ones it took; the statement decides and writes each row at once, so no
 // other claimer can come between. Only when some key was held already does
@@ -68,9 +64,9 @@ type held struct {
 // now+lease (the window) instead of leased: for a caller that makes the
 // event durable in the same transaction, and a repeated hash then sees a
 // Duplicate.
-func (s *Store) claim(ctx context.Context, tx *sql.Tx, lease time.Duration, committed bool, hashes []dedupe.Hash) ([]dedupe.Result, error) {
-	now := s.now().UnixNano()
-	end := after(now, lease)
+func (k Keys) Claim(ctx context.Context, tx *sql.Tx, lease time.Duration, committed bool, hashes []dedupe.Hash) ([]dedupe.Result, error) {
+	now := k.Now().UnixNano()
+	end := After(now, lease)
 	rs := make([]dedupe.Result, len(hashes))
 	for lo := 0; lo < len(hashes); lo += batchLimit {
 		chunk := hashes[lo:min(lo+batchLimit, len(hashes))]
@@ -210,10 +206,10 @@ func readHeld(ctx context.Context, tx *sql.Tx, hashes []dedupe.Hash) (map[dedupe
 	return keys, got.Err()
 }
 
-// commit commits leases in tx. lost reports the first lease that no longer
+// Commit commits leases in tx. lost reports the first lease that no longer
 // holds its key; err is a database failure.
-func (s *Store) commit(ctx context.Context, tx *sql.Tx, window time.Duration, leases []dedupe.Lease) (lost, err error) {
-	end := after(s.now().UnixNano(), window)
+func (k Keys) Commit(ctx context.Context, tx *sql.Tx, window time.Duration, leases []dedupe.Lease) (lost, err error) {
+	end := After(k.Now().UnixNano(), window)
 	for lo := 0; lo < len(leases); lo += batchLimit {
 		chunk := leases[lo:min(lo+batchLimit, len(leases))]
 		holding, err := updateCommits(ctx, tx, end, chunk)
@@ -222,7 +218,7 @@ func (s *Store) commit(ctx context.Context, tx *sql.Tx, window time.Duration, le
 		}
 		for _, l := range chunk {
 			if !holding[l] && lost == nil {
-				lost = fmt.Errorf("dedupe/sqlite: commit %s: %w", l.Hash, dedupe.ErrLeaseLost)
+				lost = fmt.Errorf("commit %s: %w", l.Hash, dedupe.ErrLeaseLost)
 			}
 		}
 	}
@@ -239,8 +235,8 @@ func updateCommits(ctx context.Context, tx *sql.Tx, end int64, leases []dedupe.L
 	return holding, err
 }
 
-// release deletes the uncommitted claims leases still hold.
-func (s *Store) release(ctx context.Context, tx *sql.Tx, leases []dedupe.Lease) error {
+// Release deletes the uncommitted claims leases still hold.
+func (k Keys) Release(ctx context.Context, tx *sql.Tx, leases []dedupe.Lease) error {
 	for lo := 0; lo < len(leases); lo += batchLimit {
 		chunk := leases[lo:min(lo+batchLimit, len(leases))]
 		q := "DELETE FROM dedupe_keys WHERE committed = 0 AND (hash, token) IN (VALUES " + rows("(?, ?)", len(chunk)) + ")"
@@ -251,10 +247,10 @@ func (s *Store) release(ctx context.Context, tx *sql.Tx, leases []dedupe.Lease) 
 	return nil
 }
 
-// sweepChunk deletes up to sweepLimit keys that expired by now.
-func sweepChunk(ctx context.Context, tx *sql.Tx, now int64) (int64, error) {
+// SweepKeys deletes up to SweepLimit keys that expired by now.
+func SweepKeys(ctx context.Context, tx *sql.Tx, now int64) (int64, error) {
 	res, err := tx.ExecContext(ctx, "DELETE FROM dedupe_keys WHERE hash IN"+
-		" (SELECT hash FROM dedupe_keys WHERE expires <= ? LIMIT ?)", now, sweepLimit)
+		" (SELECT hash FROM dedupe_keys WHERE expires <= ? LIMIT ?)", now, SweepLimit)
 	if err != nil {
 		return 0, err
 	}
@@ -301,15 +297,6 @@ func toHash(raw []byte) (dedupe.Hash, error) {
 	}
 	copy(h[:], raw)
 	return h, nil
-}
-
-// after returns now+d in Unix nanoseconds, saturating instead of wrapping
-// for windows that reach past the year 2262.
-func after(now int64, d time.Duration) int64 {
-	if d > 0 && now > math.MaxInt64-int64(d) {
-		return math.MaxInt64
-	}
-	return now + int64(d)
 }
 
 // unix is the time of a Unix nanoseconds column.
