@@ -35,6 +35,18 @@ type CommitterOptions struct {
 	Committed func()
 }
 
+// DuplicateCounter is a store that counts duplicates it did not see: the
+// ones the committer answered from its memory of recent keys, so that the
+// store's duplicate counts (stats, /api/stats) include them. The committer
+// adds them up and hands them over at most once a second, and at Close.
+type DuplicateCounter interface {
+	CountDuplicates(ctx context.Context, bySource map[string]int64) error
+}
+
+// countEvery is how often the committer hands the duplicates it answered
+// from memory to a DuplicateCounter.
+const countEvery = time.Second
+
 // Committer is the group commit in front of an inbox: it collects the
 // events of concurrent requests and writes them in one transaction, so
 // many acknowledgements share one fsync. A request's events are never
@@ -69,6 +81,9 @@ type Committer struct {
 	inflight map[dedupe.Hash]*pending
 	digests  map[dedupe.Hash][]*pending // guarded requests queued or being written
 	wg       sync.WaitGroup             // Submit calls that may still enqueue
+	// remembered counts, by source, the duplicates answered from memory
+	// and not yet handed to the store.
+	remembered map[string]int64
 }
 
 // Acceptor is the part of an inbox the committer writes through.
@@ -101,15 +116,16 @@ func NewCommitter(store Acceptor, opts CommitterOptions) *Committer {
 		maxBatch = DefaultMaxBatch
 	}
 	c := &Committer{
-		store:     store,
-		maxBatch:  maxBatch,
-		now:       opts.Now,
-		committed: opts.Committed,
-		queue:     make(chan []*pending, maxBatch),
-		stop:      make(chan struct{}),
-		done:      make(chan struct{}),
-		inflight:  make(map[dedupe.Hash]*pending),
-		digests:   make(map[dedupe.Hash][]*pending),
+		store:      store,
+		maxBatch:   maxBatch,
+		now:        opts.Now,
+		committed:  opts.Committed,
+		queue:      make(chan []*pending, maxBatch),
+		stop:       make(chan struct{}),
+		done:       make(chan struct{}),
+		inflight:   make(map[dedupe.Hash]*pending),
+		digests:    make(map[dedupe.Hash][]*pending),
+		remembered: make(map[string]int64),
 	}
 	if c.now == nil {
 		c.now = time.Now
@@ -127,11 +143,49 @@ func NewCommitter(store Acceptor, opts CommitterOptions) *Committer {
 	for range writers {
 		c.writers.Go(c.run)
 	}
+	counter, _ := store.(DuplicateCounter)
+	if counter != nil && c.recent != nil {
+		c.writers.Go(func() { c.countRemembered(counter) })
+	}
 	go func() {
 		c.writers.Wait()
 		close(c.done)
 	}()
 	return c
+}
+
+// countRemembered hands the duplicates answered from memory to counter
+// every countEvery, and once more when the committer closes. Counts it
+// could not hand over are kept for the next round.
+func (c *Committer) countRemembered(counter DuplicateCounter) {
+	tick := time.NewTicker(countEvery)
+	defer tick.Stop()
+	for {
+		stopping := false
+		select {
+		case <-tick.C:
+		case <-c.stop:
+			stopping = true
+		}
+		c.mu.Lock()
+		batch := c.remembered
+		if len(batch) > 0 {
+			c.remembered = make(map[string]int64)
+		}
+		c.mu.Unlock()
+		if len(batch) > 0 {
+			if err := counter.CountDuplicates(context.Background(), batch); err != nil {
+				c.mu.Lock()
+				for src, n := range batch {
+					c.remembered[src] += n
+				}
+				c.mu.Unlock()
+			}
+		}
+		if stopping {
+			return
+		}
+	}
 }
 
 // WriteErr is the error of the most recent write to the store, or nil when
@@ -165,11 +219,20 @@ func (c *Committer) Submit(ctx context.Context, items []inbox.Item) (outs []inbo
 	// there would leave its digest unwritten.
 	if c.recent != nil && !guarded {
 		now := c.now()
+		var hits []string
 		for i := range items {
 			if e, ok := c.recent.lookup(items[i].Event.Hash, now); ok {
 				known[i] = true
 				outs[i] = inbox.Outcome{Status: dedupe.Duplicate, FirstSeen: time.Unix(0, e.firstSeen), Expires: time.Unix(0, e.expires)}
+				hits = append(hits, items[i].Event.Source)
 			}
+		}
+		if len(hits) > 0 {
+			c.mu.Lock()
+			for _, src := range hits {
+				c.remembered[src]++
+			}
+			c.mu.Unlock()
 		}
 	}
 	for {

@@ -41,3 +41,16 @@ func (c counts) save(ctx context.Context, tx pgx.Tx) error {
 		ON CONFLICT (source, counter, shard) DO UPDATE SET n = inbox_counts.n + excluded.n`, sources, counters, deltas)
 	return err
 }
+
+// CountDuplicates implements intake.DuplicateCounter: it adds duplicates
+// answered before they reached the store to the sources' counts.
+func (s *Store) CountDuplicates(ctx context.Context, bySource map[string]int64) error {
+	c := counts{}
+	for source, n := range bySource {
+		c[[2]string{source, "duplicates"}] += n
+	}
+	if err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error { return c.save(ctx, tx) }); err != nil {
+		return fail(ctx, "count duplicates", err)
+	}
+	return nil
+}

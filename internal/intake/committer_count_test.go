@@ -1,0 +1,61 @@
+package intake_test
+
+import (
+	"context"
+	"sync/atomic"
+	"testing"
+
+	"github.com/hookgate/hookgate/dedupe"
+	"github.com/hookgate/hookgate/internal/inbox"
+	inboxpostgres "github.com/hookgate/hookgate/internal/inbox/postgres"
+	"github.com/hookgate/hookgate/internal/intake"
+	"github.com/hookgate/hookgate/internal/pgtest"
+)
+
+// Duplicates answered from the memory of recent keys never reach the
+// store's Accept, yet they count in the store's stats, like the ones the
+// store answered.
+func TestRememberedDuplicatesAreCounted(t *testing.T) {
+	t.Parallel()
+	store, err := inboxpostgres.Open(t.Context(), pgtest.New(t), inboxpostgres.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	counting := &countingAcceptor{Acceptor: store, DuplicateCounter: store}
+	c := intake.NewCommitter(counting, intake.CommitterOptions{})
+	submit := func(want dedupe.Status) {
+		t.Helper()
+		outs, errs, err := c.Submit(t.Context(), []inbox.Item{item("evt_remembered")})
+		if err != nil || errs[0] != nil || outs[0].Status != want {
+			t.Fatalf("submit: %+v, %v, %v; want %v", outs, errs, err, want)
+		}
+	}
+	submit(dedupe.New)
+	for range 3 {
+		submit(dedupe.Duplicate)
+	}
+	c.Close()
+	if n := counting.items.Load(); n != 1 {
+		t.Fatalf("the store was asked about %d items, want 1: the duplicates were not answered from memory", n)
+	}
+	st, err := store.Stats(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := st.Sources["test"]; got.Accepted != 1 || got.Duplicates != 3 {
+		t.Fatalf("stats %+v, want 1 accepted and 3 duplicates", got)
+	}
+}
+
+// countingAcceptor counts the items Accept is asked about.
+type countingAcceptor struct {
+	intake.Acceptor
+	intake.DuplicateCounter
+	items atomic.Int64
+}
+
+func (a *countingAcceptor) Accept(ctx context.Context, items []inbox.Item) ([]inbox.Outcome, error) {
+	a.items.Add(int64(len(items)))
+	return a.Acceptor.Accept(ctx, items)
+}
