@@ -72,6 +72,17 @@ func (f *Fallback) AcceptWriters() int {
 	return 1
 }
 
+// CountDuplicates hands duplicates the intake answered from memory to the
+// inbox's counts, when it keeps them (see intake.DuplicateCounter).
+func (f *Fallback) CountDuplicates(ctx context.Context, bySource map[string]int64) error {
+	if c, ok := f.inbox.(interface {
+		CountDuplicates(context.Context, map[string]int64) error
+	}); ok {
+		return c.CountDuplicates(ctx, bySource)
+	}
+	return nil
+}
+
 // Accept writes items to the inbox; when the inbox is unavailable (or does
 // not answer within the timeout) it puts them into the spool instead, and
 // the outcomes are the spool's. Any other error of the inbox is returned.
