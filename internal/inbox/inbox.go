@@ -123,16 +123,37 @@ type Outcome struct {
 	Expires   time.Time
 }
 
-// Filter selects events for List. Zero fields match everything.
+// Filter selects events for List. Zero fields match everything; the
+// fields that are set must all match.
 type Filter struct {
 	Source string
 	Tenant string
 	Status Status
+	// EventID keeps the events with this provider event id.
+	EventID string
+	// Hash keeps the events stored under this key (one per dedupe
+	// window: the same key may come again once its window has passed).
+	Hash dedupe.Hash
+	// Since keeps the events received at or after it, Until those
+	// received before it.
+	Since, Until time.Time
+	// Outcome keeps the events whose recorded apply outcome is Outcome;
+	// ApplyPending keeps the events not applied yet (Applied nil).
+	Outcome ApplyOutcome
 	// BeforeID pages backwards: only events with a smaller id.
 	BeforeID int64
+	// AfterID pages forwards: only events with a larger id, and of those
+	// the Limit oldest (still returned newest first), so that a reader
+	// following new events (a tail) with AfterID set to the largest id
+	// it has seen skips none.
+	AfterID int64
 	// Limit caps the result; zero means DefaultLimit.
 	Limit int
 }
+
+// ApplyPending is the Filter.Outcome of the events not applied yet; no
+// Applied record carries it.
+const ApplyPending ApplyOutcome = "pending"
 
 // DefaultLimit is the page size of List when Filter.Limit is zero.
 const DefaultLimit = 100

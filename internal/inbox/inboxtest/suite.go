@@ -44,6 +44,7 @@ func Exercise(t *testing.T, newStore func(t *testing.T, clock *Clock) inbox.Stor
 		{"AcceptReplayGuard", testAcceptReplayGuard},
 		{"GetUnknown", testGetUnknown},
 		{"ListFilters", testListFilters},
+		{"ListSearch", testListSearch},
 		{"LeaseInIDOrder", testLeaseInIDOrder},
 		{"LeaseConcurrent", testLeaseConcurrent},
 		{"LeaseExpired", testLeaseExpired},

@@ -4,41 +4,26 @@ import (
 	"context"
 	"strings"
 
+	"github.com/hookgate/hookgate/dedupe"
 	"github.com/hookgate/hookgate/internal/inbox"
 )
 
+// listIndexes are the indexes List needs besides events_source and
+// events_status, so that every filter reads an index rather than the
+// events table, which holds every event of the retention period: by
+// tenant, provider event id and key (their equality keeps id order, so no
+// sort), by time received, and by apply outcome.
+const listIndexes = `
+CREATE INDEX IF NOT EXISTS events_tenant ON events(tenant, id);
+CREATE INDEX IF NOT EXISTS events_event_id ON events(event_id);
+CREATE INDEX IF NOT EXISTS events_hash ON events(hash);
+CREATE INDEX IF NOT EXISTS events_received ON events(received_at);
+CREATE INDEX IF NOT EXISTS events_outcome ON events(apply_outcome, id);
+`
+
 // List implements inbox.Store.
 func (s *Store) List(ctx context.Context, f inbox.Filter) ([]inbox.Event, error) {
-	var (
-		where []string
-		args  []any
-	)
-	add := func(cond string, v any) {
-		where = append(where, cond)
-		args = append(args, v)
-	}
-	if f.Source != "" {
-		add("source = ?", f.Source)
-	}
-	if f.Tenant != "" {
-		add("tenant = ?", f.Tenant)
-	}
-	if f.Status != "" {
-		add("status = ?", string(f.Status))
-	}
-	if f.BeforeID > 0 {
-		add("id < ?", f.BeforeID)
-	}
-	limit := f.Limit
-	if limit <= 0 {
-		limit = inbox.DefaultLimit
-	}
-	q := `SELECT ` + columns + ` FROM events`
-	if len(where) > 0 {
-		q += ` WHERE ` + strings.Join(where, " AND ")
-	}
-	q += ` ORDER BY id DESC LIMIT ?`
-	args = append(args, limit)
+	q, args := listQuery(f)
 	rows, err := s.db.QueryContext(ctx, q, args...)
 	if err != nil {
 		return nil, unavailable("list", err)
@@ -56,4 +41,66 @@ func (s *Store) List(ctx context.Context, f inbox.Filter) ([]inbox.Event, error)
 		return nil, unavailable("list", err)
 	}
 	return events, nil
+}
+
+// listQuery returns the statement and arguments of List(f).
+func listQuery(f inbox.Filter) (string, []any) {
+	var (
+		where []string
+		args  []any
+	)
+	add := func(cond string, v any) {
+		where = append(where, cond)
+		args = append(args, v)
+	}
+	if f.Source != "" {
+		add("source = ?", f.Source)
+	}
+	if f.Tenant != "" {
+		add("tenant = ?", f.Tenant)
+	}
+	if f.Status != "" {
+		add("status = ?", string(f.Status))
+	}
+	if f.EventID != "" {
+		add("event_id = ?", f.EventID)
+	}
+	if f.Hash != (dedupe.Hash{}) {
+		add("hash = ?", f.Hash[:])
+	}
+	if !f.Since.IsZero() {
+		add("received_at >= ?", f.Since.UnixNano())
+	}
+	if !f.Until.IsZero() {
+		add("received_at < ?", f.Until.UnixNano())
+	}
+	switch f.Outcome {
+	case "":
+	case inbox.ApplyPending:
+		add("apply_outcome = ?", "")
+	default:
+		add("apply_outcome = ?", string(f.Outcome))
+	}
+	if f.BeforeID > 0 {
+		add("id < ?", f.BeforeID)
+	}
+	if f.AfterID > 0 {
+		add("id > ?", f.AfterID)
+	}
+	limit := f.Limit
+	if limit <= 0 {
+		limit = inbox.DefaultLimit
+	}
+	q := `SELECT ` + columns + ` FROM events`
+	if len(where) > 0 {
+		q += ` WHERE ` + strings.Join(where, " AND ")
+	}
+	args = append(args, limit)
+	if f.AfterID > 0 {
+		return `SELECT * FROM (` + q + ` ORDER BY id LIMIT ?) ORDER BY id DESC`, args
+	}
+	if !f.Since.IsZero() || !f.Until.IsZero() {
+		return q + ` ORDER BY +id DESC LIMIT ?`, args
+	}
+	return q + ` ORDER BY id DESC LIMIT ?`, args
 }

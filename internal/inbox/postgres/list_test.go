@@ -1,0 +1,71 @@
+package postgres
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hookgate/hookgate/dedupe"
+	"github.com/hookgate/hookgate/internal/inbox"
+	"github.com/hookgate/hookgate/internal/pgtest"
+)
+
+// TestListPlans: on a database of some size with listIndexes in place,
+// every filter of List that few events match reads the index made for it,
+// never the whole of inbox_events. (When most events match, a walk of the
+// primary key newest first finds a page soonest, and the planner rightly
+// takes it.)
+func TestListPlans(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	s, err := Open(ctx, pgtest.New(t), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	// All but the received events of planFill are applied.
+	const applied = `UPDATE inbox_events SET apply_outcome = 'applied' WHERE status != 'received'; ANALYZE;`
+	if _, err := s.pool.Exec(ctx, listIndexes+planFill+applied); err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		name   string
+		filter inbox.Filter
+		index  string
+	}{
+		{"source", inbox.Filter{Source: "other"}, "inbox_events_source"},
+		{"tenant", inbox.Filter{Tenant: "globex"}, "inbox_events_tenant"},
+		{"status", inbox.Filter{Status: inbox.StatusDead}, "inbox_events_status"},
+		{"provider event id", inbox.Filter{EventID: "5"}, "inbox_events_event_id"},
+		{"key", inbox.Filter{Hash: dedupe.Key{EventID: "5"}.Hash()}, "inbox_events_hash"},
+		{"since", inbox.Filter{Since: time.Now().Add(time.Hour)}, "inbox_events_received"},
+		{"until", inbox.Filter{Until: time.Now().Add(-time.Hour)}, "inbox_events_received"},
+		{"outcome", inbox.Filter{Outcome: inbox.ApplyStale}, "inbox_events_outcome"},
+		{"not applied", inbox.Filter{Outcome: inbox.ApplyPending}, "inbox_events_outcome"},
+		{"before", inbox.Filter{BeforeID: 10}, "inbox_events_pkey"},
+		{"after", inbox.Filter{AfterID: 10}, "inbox_events_pkey"},
+		{"after, by source", inbox.Filter{AfterID: 10, Source: "other"}, "inbox_events_source"},
+	}
+	for _, tc := range cases {
+		q, args := listQuery(tc.filter)
+		rows, err := s.pool.Query(ctx, "EXPLAIN "+q, args...)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		var plan []string
+		for rows.Next() {
+			var line string
+			if err := rows.Scan(&line); err != nil {
+				t.Fatal(err)
+			}
+			plan = append(plan, line)
+		}
+		if err := rows.Err(); err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		text := strings.Join(plan, "\n")
+		if strings.Contains(text, "Seq Scan on inbox_events") || !strings.Contains(text, " using "+tc.index) {
+			t.Errorf("%s does not read %s:\n%s", tc.name, tc.index, text)
+		}
+	}
+}
