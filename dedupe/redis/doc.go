@@ -37,6 +37,10 @@
 //   - Release deletes the key only if it holds the lease's token
 //     uncommitted (compare and delete), so a lease that expired and was
 //     taken over cannot release the new owner's claim.
+//   - Record writes keys as committed with the times a durable store gave
+//     them, whoever holds them: for a front whose arbiter is a database,
+//     what the database committed is committed even after Redis lost the
+//     lease (a flush, an eviction, a failover). A holder keeps its token.
 //
 // Tokens are 64-bit random numbers, so nodes need no shared counter.
 //

@@ -192,6 +192,27 @@ end
 return lost
 `)
 
+// recordScript writes each key as committed with the first-seen time
+// ARGV[2i] and the expiry ARGV[2i+1], whoever holds it, keeping the
+// holder's token so that its own Commit still succeeds; a key whose expiry
+// has passed is left as it is.
+var recordScript = goredis.NewScript(scriptNow + `
+for i, key in ipairs(KEYS) do
+  local exp = tonumber(ARGV[2 * i + 1])
+  if exp > now then
+    local tok = '0'
+    local v = redis.call('GET', key)
+    if v then
+      local e = parse(key, v)
+      if e.err then return e end
+      tok = e.tok
+    end
+    redis.call('SET', key, tok .. '|c|' .. ARGV[2 * i] .. '|' .. ms(exp), 'PX', exp - now)
+  end
+end
+return 0
+`)
+
 // releaseScript deletes each key whose uncommitted lease holds the token
 // ARGV[i] and returns how many it deleted.
 var releaseScript = goredis.NewScript(`
@@ -285,6 +306,33 @@ func (s *Store) Commit(ctx context.Context, window time.Duration, leases ...dedu
 	return nil
 }
 
+// Committed is what a durable store decided about a key: that it holds
+// the event, first seen at FirstSeen and a duplicate until Expires.
+type Committed struct {
+	Hash      dedupe.Hash
+	FirstSeen time.Time
+	Expires   time.Time
+}
+
+// Record writes keys as committed with the times a durable store (the
+// gateway's inbox) gave them, in one script call, whoever holds them: the
+// durable store is the arbiter, so what it committed is committed even if
+// Redis lost the lease in between (a flush, an eviction, a failover) or
+// another claimer took it since. A claimer that holds the key keeps its
+// token, so its own Commit still succeeds and its Release leaves the key.
+// A key whose Expires has passed on the store's clock is left as it is.
+func (s *Store) Record(ctx context.Context, keys ...Committed) error {
+	if len(keys) == 0 {
+		return nil
+	}
+	args := append(make([]any, 0, 1+2*len(keys)), s.nowArg())
+	for _, k := range keys {
+		args = append(args, k.FirstSeen.UnixMilli(), k.Expires.UnixMilli())
+	}
+	_, err := s.run(ctx, "record", recordScript, s.keys(len(keys), func(i int) dedupe.Hash { return keys[i].Hash }), args)
+	return err
+}
+
 // Release implements [dedupe.Store] in one script call: compare and
 // delete, so a lease that was taken over or committed is left alone.
 func (s *Store) Release(ctx context.Context, leases ...dedupe.Lease) error {
@@ -323,7 +371,7 @@ func (s *Store) Sweep(ctx context.Context) (int, error) {
 			return removed, s.fail(ctx, "sweep", err)
 		}
 		if len(keys) > 0 {
-			n, err := s.run(ctx, "sweep", sweepScript, keys, s.args(0, 0)[:1])
+			n, err := s.run(ctx, "sweep", sweepScript, keys, []any{s.nowArg()})
 			if err != nil {
 				return removed, err
 			}
@@ -376,11 +424,16 @@ func (s *Store) fail(ctx context.Context, op string, err error) error {
 // args starts a script's arguments: the store's time ("" for Redis's
 // clock) and a duration in milliseconds, with room for n more.
 func (s *Store) args(n int, d time.Duration) []any {
-	now := ""
-	if s.now != nil {
-		now = strconv.FormatInt(s.now().UnixMilli(), 10)
+	return append(make([]any, 0, 2+n), s.nowArg(), d.Milliseconds())
+}
+
+// nowArg is the time argument of the scripts: the store's time in Unix
+// milliseconds, or "" for Redis's clock.
+func (s *Store) nowArg() string {
+	if s.now == nil {
+		return ""
 	}
-	return append(make([]any, 0, 2+n), now, d.Milliseconds())
+	return strconv.FormatInt(s.now().UnixMilli(), 10)
 }
 
 // keys returns the Redis keys of n hashes.

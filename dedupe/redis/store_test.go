@@ -348,3 +348,42 @@ func TestOptionsChecked(t *testing.T) {
 		}
 	}
 }
+
+// TestRecord: the times a durable store gave a key are written whoever
+// holds it; its holder's Commit still succeeds and its Release leaves it;
+// an expiry in the past writes nothing.
+func TestRecord(t *testing.T) {
+	t.Parallel()
+	s := setup(t)
+	ctx := t.Context()
+	now := time.Now().Truncate(time.Millisecond).UTC()
+	first, expires := now.Add(-time.Hour), now.Add(time.Hour)
+
+	held := claimFor(t, s, lease, hash(1))
+	err := s.Record(ctx,
+		redis.Committed{Hash: hash(1), FirstSeen: first, Expires: expires},
+		redis.Committed{Hash: hash(2), FirstSeen: first, Expires: expires},
+		redis.Committed{Hash: hash(3), FirstSeen: first, Expires: now.Add(-time.Minute)},
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, h := range []dedupe.Hash{hash(1), hash(2)} {
+		r := claimFor(t, s, lease, h)
+		if r.Status != dedupe.Duplicate || !r.FirstSeen.Equal(first) || !r.Expires.Equal(expires) {
+			t.Fatalf("recorded key = %s %v..%v, want duplicate %v..%v", r.Status, r.FirstSeen, r.Expires, first, expires)
+		}
+	}
+	if err := s.Commit(ctx, window, held.Lease); err != nil {
+		t.Fatalf("holder's commit after Record: %v", err)
+	}
+	if err := s.Release(ctx, held.Lease); err != nil {
+		t.Fatal(err)
+	}
+	if r := claimFor(t, s, lease, hash(1)); r.Status != dedupe.Duplicate || !r.Expires.Equal(expires) {
+		t.Fatalf("recorded key after its holder's commit and release = %s until %v, want duplicate until %v", r.Status, r.Expires, expires)
+	}
+	if r := claimFor(t, s, lease, hash(3)); r.Status != dedupe.New {
+		t.Fatalf("key recorded with a past expiry = %s, want new", r.Status)
+	}
+}
