@@ -14,8 +14,17 @@
 // source;
 // status_counts the events per source and status, kept by triggers so that
 // [Store.Stats] reads a few rows however many events are kept. All times
-// are Unix nanoseconds. [New] creates what is missing and adds the
-// processing columns to a file written by an intake-only release.
+// are Unix nanoseconds.
+//
+// # Migrations
+//
+// [New] runs the inbox's versioned, forward-only migrations (inboxSteps;
+// schema_versions records how far a file has come) in one write
+// transaction, so nodes opening a file at once migrate it once. Step 1
+// creates the tables in a new file and brings a file of every release
+// before versioning up to date; testdata/shipped holds the schema of each
+// of those releases, and the tests migrate a file of each, and of every
+// version since, with rows in all its tables.
 //
 // Two partial indexes serve processing without costing intake much:
 // events_due holds only pending events (received, or retry), in id order,
@@ -27,7 +36,7 @@
 // # Concurrency
 //
 // Every write is one transaction begun with BEGIN IMMEDIATE (see
-// dedupe/sqlite.OpenDB), so SQLite runs them one at a time across
+// internal/sqlitedb), so SQLite runs them one at a time across
 // connections and processes: a lease selects and marks its events in one
 // statement inside one, and two leasers, in one process or two, never get
 // the same event. Within a process the store's writes also queue on a
