@@ -3,7 +3,6 @@ package redis_test
 import (
 	"context"
 	"errors"
-	"net"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -35,7 +34,7 @@ func TestConformance(t *testing.T) {
 	t.Parallel()
 	dedupetest.Exercise(t, func(t *testing.T, clock *dedupetest.Clock) dedupe.Store {
 		client, prefix := redistest.New(t)
-		s, err := redis.New(client, redis.Options{Prefix: prefix, Now: clock.Now})
+		s, err := redis.New(client, redis.Options{Prefix: prefix, Now: clock.Now, Timeout: 5 * time.Second})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -261,42 +260,9 @@ func (h *countHook) ProcessPipelineHook(next goredis.ProcessPipelineHook) goredi
 // timeout, even through a client that would wait for ever.
 func TestUnavailable(t *testing.T) {
 	t.Parallel()
-	closed, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	refusing := closed.Addr().String()
-	closed.Close()
-
-	silent, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	held := make(chan net.Conn, 16)
-	go func() {
-		for {
-			c, err := silent.Accept()
-			if err != nil {
-				close(held)
-				return
-			}
-			held <- c
-		}
-	}()
-	t.Cleanup(func() {
-		silent.Close()
-		for c := range held {
-			c.Close()
-		}
-	})
-
-	for name, addr := range map[string]string{"refused": refusing, "silent": silent.Addr().String()} {
+	for name, addr := range map[string]string{"refused": redistest.Refused(t), "silent": redistest.Silent(t)} {
 		t.Run(name, func(t *testing.T) {
-			client := goredis.NewClient(&goredis.Options{
-				Addr: addr, ContextTimeoutEnabled: true, ReadTimeout: -1, WriteTimeout: -1, DialTimeout: time.Hour,
-			})
-			defer client.Close()
-			s, err := redis.New(client, redis.Options{Timeout: 50 * time.Millisecond})
+			s, err := redis.New(redistest.Patient(t, addr), redis.Options{Timeout: 50 * time.Millisecond})
 			if err != nil {
 				t.Fatal(err)
 			}

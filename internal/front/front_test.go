@@ -305,12 +305,8 @@ func (p *proxy) cut() {
 // own.
 func outageFront(t *testing.T, addr, prefix string, clock *dedupetest.Clock) (*Front, *bytes.Buffer) {
 	t.Helper()
-	client := goredis.NewClient(&goredis.Options{
-		Addr: addr, ContextTimeoutEnabled: true, ReadTimeout: -1, WriteTimeout: -1, DialTimeout: time.Hour,
-	})
-	t.Cleanup(func() { client.Close() })
 	logs := &bytes.Buffer{}
-	f, err := New(client, Options{
+	f, err := New(redistest.Patient(t, addr), Options{
 		Prefix: prefix, Timeout: 300 * time.Millisecond, RetryAfter: time.Second,
 		Logger: slog.New(slog.NewTextHandler(logs, nil)),
 	})
@@ -389,13 +385,7 @@ func TestOutage(t *testing.T) {
 // Unknown and is counted as an outage.
 func TestRefused(t *testing.T) {
 	t.Parallel()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	f, logs := outageFront(t, addr, "refused", dedupetest.NewClock(time.Now()))
+	f, logs := outageFront(t, redistest.Refused(t), "refused", dedupetest.NewClock(time.Now()))
 	wantVerdicts(t, checkBounded(t, f, hash(1), hash(2)), Unknown, Unknown)
 	if got := testutil.ToFloat64(f.failures); got != 1 {
 		t.Errorf("failures = %v, want 1", got)

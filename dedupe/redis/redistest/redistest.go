@@ -9,7 +9,9 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"net"
 	"os"
+	"sync"
 	"testing"
 	"time"
 
@@ -68,4 +70,62 @@ func New(t testing.TB) (*goredis.Client, string) {
 		}
 	})
 	return client, prefix
+}
+
+// Refused returns the address of a local port nothing listens on: a Redis
+// that refuses connections.
+func Refused(t testing.TB) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+// Silent returns the address of a local server that accepts connections
+// and never answers: a Redis that hangs. It closes when t ends.
+func Silent(t testing.TB) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var (
+		mu    sync.Mutex
+		conns []net.Conn
+		wg    sync.WaitGroup
+	)
+	wg.Go(func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			conns = append(conns, c)
+			mu.Unlock()
+		}
+	})
+	t.Cleanup(func() {
+		ln.Close()
+		wg.Wait()
+		for _, c := range conns {
+			c.Close()
+		}
+	})
+	return ln.Addr().String()
+}
+
+// Patient returns a client of addr that honours context deadlines and
+// would otherwise wait for ever, so a call to a silent server ends only
+// by its context. It is closed when t ends.
+func Patient(t testing.TB, addr string) *goredis.Client {
+	t.Helper()
+	client := goredis.NewClient(&goredis.Options{
+		Addr: addr, ContextTimeoutEnabled: true, ReadTimeout: -1, WriteTimeout: -1, DialTimeout: time.Hour,
+	})
+	t.Cleanup(func() { client.Close() })
+	return client
 }
