@@ -8,45 +8,7 @@ import (
 	"testing"
 
 	"github.com/hookgate/hookgate/internal/inbox"
-	"github.com/hookgate/hookgate/internal/metrics"
-	"github.com/prometheus/client_golang/prometheus/testutil"
 )
-
-// A body in a content coding would be stored and delivered as the encoded
-// bytes without the header that says so: 415 naming the coding, before the
-// body is read, and nothing stored.
-func TestContentEncodingRefused(t *testing.T) {
-	t.Parallel()
-	b := setup(t, 0)
-	body := stripeEvent("evt_gz", "charge.succeeded", "ch_gz", "succeeded", 1764583200, false)
-	for _, enc := range []string{"gzip", "deflate", "br", "identity, gzip", "x-custom"} {
-		req := b.request(t, "/in/stripe", b.sources["stripe"].Signer(), body, map[string]string{"Content-Encoding": enc})
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		resp.Body.Close()
-		if resp.StatusCode != http.StatusUnsupportedMediaType || resp.Header.Get("Accept-Encoding") != "identity" {
-			t.Errorf("Content-Encoding %q: %d Accept-Encoding %q, want 415 with Accept-Encoding: identity",
-				enc, resp.StatusCode, resp.Header.Get("Accept-Encoding"))
-		}
-	}
-	st, resp := b.post(t, "stripe", "/in/stripe", body, map[string]string{"Content-Encoding": "gzip"})
-	if st != http.StatusUnsupportedMediaType || !strings.Contains(resp.Error, `"gzip"`) {
-		t.Errorf("gzip: %d %+v, want 415 naming the coding", st, resp)
-	}
-	if n := b.count(t, "events") + b.count(t, "dedupe_keys"); n != 0 {
-		t.Fatalf("rows written for encoded bodies: %d", n)
-	}
-	if got := testutil.ToFloat64(b.metrics.Received.WithLabelValues("stripe", metrics.ReceivedInvalid)); got != 6 {
-		t.Errorf("invalid requests counted: %v, want 6", got)
-	}
-	for _, enc := range []string{"identity", "IDENTITY", ""} {
-		if st, resp := b.post(t, "stripe", "/in/stripe", body, map[string]string{"Content-Encoding": enc}); st != http.StatusAccepted && st != http.StatusOK {
-			t.Errorf("Content-Encoding %q: %d %+v, want it taken", enc, st, resp)
-		}
-	}
-}
 
 // A path tenant with control characters, invalid UTF-8 or over 128 bytes
 // is 400 with the reason, after authentication, and stores nothing.

@@ -9,7 +9,6 @@ import (
 	"log/slog"
 	"net/http"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -234,19 +233,17 @@ func (h *Handler) accept(w http.ResponseWriter, r *http.Request, src *source.Sou
 	if src == nil {
 		return 0, Response{}, &requestError{status: http.StatusNotFound, msg: "unknown source " + strconv.Quote(r.PathValue("source"))}
 	}
-	if enc, ok := encoded(r.Header); ok {
-		// The body would be verified, stored and delivered as the encoded
-		// bytes, and its Content-Encoding is not among the headers an event
-		// keeps: a destination would get gzip it cannot tell from JSON.
-		w.Header().Set("Accept-Encoding", "identity")
-		return 0, Response{}, &requestError{status: http.StatusUnsupportedMediaType,
-			msg: fmt.Sprintf("Content-Encoding %q is not accepted; send the body unencoded", enc)}
+	c, err := contentCoding(r.Header)
+	if err != nil {
+		w.Header().Set("Accept-Encoding", acceptedEncodings)
+		return 0, Response{}, &requestError{status: http.StatusUnsupportedMediaType, msg: err.Error(), err: err}
 	}
 	// Until the request is authenticated its body is a stranger's; all of
 	// them together hold at most the pending budget, each counted at the
-	// most it may send.
+	// most it may hold: its Content-Length, or max_body when it sends
+	// none or when it is encoded (its decoded size is unknown until read).
 	weight := h.maxBody
-	if r.ContentLength >= 0 {
+	if r.ContentLength >= 0 && c == codingIdentity {
 		weight = min(weight, r.ContentLength)
 	}
 	if !h.pending.TryAcquire(weight) {
@@ -255,12 +252,23 @@ func (h *Handler) accept(w http.ResponseWriter, r *http.Request, src *source.Sou
 	}
 	release := sync.OnceFunc(func() { h.pending.Release(weight) })
 	defer release()
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, h.maxBody))
+	// The body is verified, stored and delivered decoded: the senders that
+	// compress sign the payload, not its compressed form, and a
+	// destination gets no Content-Encoding with it.
+	body, err := readBody(http.MaxBytesReader(w, r.Body, h.maxBody), c, h.maxBody)
 	if err != nil {
 		var tooBig *http.MaxBytesError
-		if errors.As(err, &tooBig) {
+		var decodedTooBig *decodedTooLarge
+		switch {
+		case errors.As(err, &tooBig):
 			return 0, Response{}, &requestError{status: http.StatusRequestEntityTooLarge,
 				msg: fmt.Sprintf("body larger than %d bytes", tooBig.Limit)}
+		case errors.As(err, &decodedTooBig):
+			return 0, Response{}, &requestError{status: http.StatusRequestEntityTooLarge, msg: err.Error()}
+		}
+		var de *decodeError
+		if errors.As(err, &de) {
+			return 0, Response{}, &requestError{status: http.StatusBadRequest, msg: err.Error(), err: err}
 		}
 		return 0, Response{}, &requestError{status: http.StatusBadRequest, msg: "reading body: " + err.Error(), err: err}
 	}
@@ -325,18 +333,6 @@ func (h *Handler) accept(w http.ResponseWriter, r *http.Request, src *source.Sou
 		resp.Status = "duplicate"
 		return http.StatusOK, resp, nil
 	}
-}
-
-// encoded returns the first content coding of h other than identity.
-func encoded(h http.Header) (string, bool) {
-	for _, v := range h.Values("Content-Encoding") {
-		for enc := range strings.SplitSeq(v, ",") {
-			if enc = strings.TrimSpace(enc); enc != "" && !strings.EqualFold(enc, "identity") {
-				return enc, true
-			}
-		}
-	}
-	return "", false
 }
 
 func outcomeName(s dedupe.Status) string {
