@@ -14,6 +14,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/hookgate/hookgate/dedupe"
 	"github.com/hookgate/hookgate/dedupe/dedupetest"
@@ -177,6 +178,7 @@ type eventView struct {
 	Headers            map[string]string `json:"headers"`
 	Payload            json.RawMessage   `json:"payload"`
 	PayloadText        string            `json:"payload_text"`
+	PayloadBase64      []byte            `json:"payload_base64"`
 	Entity             *struct {
 		State     string `json:"state"`
 		WrittenBy int64  `json:"written_by"`
@@ -416,6 +418,33 @@ func TestShowEventNotJSON(t *testing.T) {
 	}
 	if e.Deliveries == nil || len(e.Deliveries) != 0 {
 		t.Errorf("deliveries = %v, want an empty list", e.Deliveries)
+	}
+}
+
+// A payload that is not valid UTF-8 is answered base64-encoded in
+// payload_base64, and the answer is valid UTF-8.
+func TestShowEventNotUTF8(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	payload := []byte("{\"id\":\"\xff\x1b[31m\"}")
+	k := dedupe.Key{Provider: "std", EventID: "bin"}
+	out, err := b.store.Accept(t.Context(), []inbox.Item{{Window: time.Hour, Event: inbox.Event{
+		Hash: k.Hash(), Scope: k.Scope(), Source: "std", Provider: "standard", EventID: "bin", Payload: payload,
+	}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	code, raw := b.do(http.MethodGet, "/api/events/"+strconv.FormatInt(out[0].ID, 10), "")
+	if code != http.StatusOK || !utf8.Valid(raw) {
+		t.Fatalf("%d %q, want 200 and valid UTF-8", code, raw)
+	}
+	var e eventView
+	if err := json.Unmarshal(raw, &e); err != nil {
+		t.Fatal(err)
+	}
+	if e.Payload != nil || e.PayloadText != "" || !bytes.Equal(e.PayloadBase64, payload) {
+		t.Errorf("payload = %s, payload_text = %q, payload_base64 = %q; want only payload_base64, the stored bytes",
+			e.Payload, e.PayloadText, e.PayloadBase64)
 	}
 }
 

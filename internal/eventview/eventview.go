@@ -8,6 +8,7 @@ import (
 	"maps"
 	"slices"
 	"time"
+	"unicode/utf8"
 
 	"github.com/hookgate/hookgate/internal/inbox"
 )
@@ -74,10 +75,14 @@ type Event struct {
 type Detail struct {
 	Event
 	Headers map[string]string `json:"headers"`
-	// Payload is the body as received when it is JSON; PayloadText holds
-	// it as text otherwise.
-	Payload     json.RawMessage `json:"payload,omitempty"`
-	PayloadText string          `json:"payload_text,omitempty"`
+	// The body as received is in exactly one of these: Payload when it
+	// is JSON, PayloadText when it is other text (valid UTF-8), and
+	// PayloadBase64 otherwise. JSON output is UTF-8, so a body that is not
+	// is shown base64-encoded (payload_base64) rather than with its
+	// invalid bytes written raw or replaced.
+	Payload       json.RawMessage `json:"payload,omitempty"`
+	PayloadText   string          `json:"payload_text,omitempty"`
+	PayloadBase64 []byte          `json:"payload_base64,omitempty"`
 	// Entity is the entity's state as stored now (possibly written by a
 	// newer event); nil when the event names no entity or none is stored.
 	Entity *Entity `json:"entity,omitempty"`
@@ -199,9 +204,14 @@ func Load(ctx context.Context, r Reader, id int64) (Detail, error) {
 	if d.Headers == nil {
 		d.Headers = map[string]string{}
 	}
-	if json.Valid(e.Payload) {
+	switch {
+	case !utf8.Valid(e.Payload):
+		// json.Valid accepts invalid UTF-8 inside strings, and a
+		// RawMessage is written out as it is.
+		d.PayloadBase64 = e.Payload
+	case json.Valid(e.Payload):
 		d.Payload = e.Payload
-	} else {
+	default:
 		d.PayloadText = string(e.Payload)
 	}
 	if e.EntityID != "" {

@@ -1,12 +1,16 @@
 package eventview_test
 
 import (
+	"bytes"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/hookgate/hookgate/dedupe"
 	"github.com/hookgate/hookgate/dedupe/dedupetest"
@@ -266,6 +270,54 @@ func TestLoadNotJSON(t *testing.T) {
 	}
 	if !strings.Contains(string(data), `"headers":{}`) || !strings.Contains(string(data), `"deliveries":[]`) {
 		t.Errorf("JSON %s: want empty headers and deliveries, not null", data)
+	}
+}
+
+// A stored body that is not valid UTF-8, JSON-looking or not, is shown
+// base64-encoded in payload_base64 and nowhere else; the JSON written (as
+// the admin API writes it, and indented as `events show --json` does) is
+// valid UTF-8 and gives the exact bytes back.
+func TestLoadNotUTF8(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	for i, payload := range [][]byte{[]byte("{\"id\":\"evt_\xff\xfe\"}"), {0x1f, 0x8b, 0x08, 0x00, 0xc3, 0x28, 0x1b, '\n'}} {
+		id := b.accept(inbox.Event{Source: "std", Provider: "standard", EventID: fmt.Sprint("bin", i), Payload: payload})
+		d, err := eventview.Load(t.Context(), b.store, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d.Payload != nil || d.PayloadText != "" || !bytes.Equal(d.PayloadBase64, payload) {
+			t.Errorf("%q: payload %q, payload_text %q, payload_base64 %q", payload, d.Payload, d.PayloadText, d.PayloadBase64)
+		}
+		compact, err := json.Marshal(d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var indented bytes.Buffer
+		enc := json.NewEncoder(&indented)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(d); err != nil {
+			t.Fatal(err)
+		}
+		for _, data := range [][]byte{compact, indented.Bytes()} {
+			if !utf8.Valid(data) {
+				t.Errorf("%q: JSON is not valid UTF-8: %q", payload, data)
+			}
+			var got map[string]any
+			if err := json.Unmarshal(data, &got); err != nil {
+				t.Fatal(err)
+			}
+			if _, ok := got["payload"]; ok {
+				t.Errorf("%q: payload present: %s", payload, data)
+			}
+			if _, ok := got["payload_text"]; ok {
+				t.Errorf("%q: payload_text present: %s", payload, data)
+			}
+			raw, err := base64.StdEncoding.DecodeString(fmt.Sprint(got["payload_base64"]))
+			if err != nil || !bytes.Equal(raw, payload) {
+				t.Errorf("%q: payload_base64 %v decodes to %q, %v", payload, got["payload_base64"], raw, err)
+			}
+		}
 	}
 }
 
