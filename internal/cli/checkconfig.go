@@ -12,9 +12,14 @@ func init() {
 }
 
 func runCheckConfig(_ context.Context, args []string, std IO) error {
-	fs := newFlags("check-config", std)
-	db := storeFlags(fs)
-	if err := parse(fs, args, false); err != nil {
+	fs := newFlags(doc{
+		name: "check-config",
+		text: `Validate a config file, read its secrets, and print the resolved
+configuration with every secret masked.`,
+		examples: []string{"check-config --config hookgate.yaml"},
+	}, std)
+	db := storeFlags(fs.FlagSet)
+	if err := fs.parse(args, false); err != nil {
 		return err
 	}
 	if db.configPath == "" {

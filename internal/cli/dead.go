@@ -3,7 +3,6 @@ package cli
 import (
 	"context"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/hookgate/hookgate/internal/eventview"
@@ -15,13 +14,20 @@ func init() {
 }
 
 func runDead(ctx context.Context, args []string, std IO) error {
-	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
-		return usagef("dead: want 'dead list'")
-	}
-	if args[0] != "list" {
-		return usagef("dead: unknown subcommand %q (want list)", args[0])
-	}
-	return listEvents(ctx, "dead list", args[1:], std, inbox.StatusDead, listing{
+	return runGroup(ctx, doc{
+		name:     "dead",
+		text:     "Dead events: those that failed for good, with why.",
+		examples: []string{"dead list --source stripe", "replay --dead"},
+	}, []subcommand{{"list", "list dead events, newest first, with their last error", deadList}}, args, std)
+}
+
+func deadList(ctx context.Context, args []string, std IO) error {
+	return listEvents(ctx, doc{
+		name: "dead list",
+		text: `List dead events, newest first, with their attempts and last error.
+'hookgate replay --dead' (or --id ID) puts them back.`,
+		examples: []string{"dead list", "dead list --source stripe --since 1d --json"},
+	}, args, std, inbox.StatusDead, listing{
 		header: []string{"ID", "RECEIVED", "SOURCE", "TENANT", "EVENT ID", "ATTEMPTS", "LAST ERROR"},
 		row: func(e eventview.Event) []string {
 			return []string{strconv.FormatInt(e.ID, 10), e.ReceivedAt.Format(time.RFC3339), e.Source, e.Tenant,

@@ -85,7 +85,7 @@ func TestDeadUsage(t *testing.T) {
 		args []string
 		msg  string
 	}{
-		{[]string{"dead"}, "want 'dead list'"},
+		{[]string{"dead"}, "dead: want a subcommand: list"},
 		{[]string{"dead", "show"}, `unknown subcommand "show"`},
 		{[]string{"dead", "list", "--limit", "0"}, "--limit must be positive"},
 		{[]string{"dead", "list", "--status", "dead"}, "flag provided but not defined"},

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"maps"
@@ -12,33 +14,52 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hookgate/hookgate/dedupe"
 	"github.com/hookgate/hookgate/internal/eventview"
 	"github.com/hookgate/hookgate/internal/inbox"
 )
 
 func init() {
-	register("events", "list or show stored events (events list | events show ID)", runEvents)
+	register("events", "list, show or follow stored events (events list | show | tail)", runEvents)
 }
 
 // statuses are the values --status accepts, in the order an event moves
 // through them.
 var statuses = []inbox.Status{inbox.StatusReceived, inbox.StatusRetry, inbox.StatusDelivering, inbox.StatusProcessed, inbox.StatusDead}
 
+// outcomes are the values --apply accepts.
+var outcomes = []inbox.ApplyOutcome{inbox.ApplyApplied, inbox.ApplyUnchanged, inbox.ApplyStale, inbox.ApplyNone, inbox.ApplyPending}
+
 func runEvents(ctx context.Context, args []string, std IO) error {
-	if len(args) == 0 {
-		return usagef("events: want 'events list' or 'events show ID'")
-	}
-	switch args[0] {
-	case "list":
-		return eventsList(ctx, args[1:], std)
-	case "show":
-		return eventsShow(ctx, args[1:], std)
-	}
-	return usagef("events: unknown subcommand %q (want list or show)", args[0])
+	return runGroup(ctx, doc{
+		name: "events",
+		text: `Stored events: search them, show one with its deliveries and attempts,
+or follow new ones as they arrive. Every events command reads only the
+database, so it works beside a running serve.`,
+		examples: []string{
+			"events list --since 2h --status dead",
+			"events show evt_1MqLQk2eZvKYlo2C",
+			"events tail --source stripe",
+		},
+	}, []subcommand{
+		{"list", "list events, newest first, by source, tenant, status, time, event id or key", eventsList},
+		{"show", "show one event (by ID, provider event id or key) with its deliveries and attempts", eventsShow},
+		{"tail", "print events as they arrive, until interrupted", eventsTail},
+	}, args, std)
 }
 
 func eventsList(ctx context.Context, args []string, std IO) error {
-	return listEvents(ctx, "events list", args, std, "", listing{
+	return listEvents(ctx, doc{
+		name: "events list",
+		text: `List stored events, newest first. Filters combine; --before pages on to
+older events (the smallest ID of the last page).`,
+		examples: []string{
+			"events list --since 2h --status dead",
+			"events list --source stripe --tenant acct_1 --apply stale",
+			"events list --event-id evt_1MqLQk2eZvKYlo2C --json",
+			"events list --since 2026-03-01T00:00:00Z --until 2026-03-02T00:00:00Z",
+		},
+	}, args, std, "", listing{
 		header: []string{"ID", "RECEIVED", "SOURCE", "TENANT", "EVENT ID", "SCOPE", "STATUS", "APPLIED", "ATTEMPTS"},
 		row: func(e eventview.Event) []string {
 			return []string{strconv.FormatInt(e.ID, 10), e.ReceivedAt.Format(time.RFC3339), e.Source, e.Tenant,
@@ -54,33 +75,124 @@ type listing struct {
 	row    func(eventview.Event) []string
 }
 
-// listEvents runs a list command: the filter flags (--status only when
-// status is not fixed), the store, newest events first.
-func listEvents(ctx context.Context, name string, args []string, std IO, status inbox.Status, l listing) error {
-	fs := newFlags(name, std)
-	db := storeFlags(fs)
-	f := inbox.Filter{Status: status}
-	fs.StringVar(&f.Source, "source", "", "only events of this source")
-	fs.StringVar(&f.Tenant, "tenant", "", "only events of this tenant")
-	var statusFlag string
+// filterFlags are the flags that select events, shared by list and tail.
+type filterFlags struct {
+	filter             inbox.Filter
+	status, apply, key string
+	since, until       string
+}
+
+// addFilterFlags defines the filter flags on fs; --status only when status
+// is not fixed by the command.
+func addFilterFlags(fs *flag.FlagSet, status inbox.Status) *filterFlags {
+	f := &filterFlags{filter: inbox.Filter{Status: status}}
+	fs.StringVar(&f.filter.Source, "source", "", "only events of this `SOURCE`")
+	fs.StringVar(&f.filter.Tenant, "tenant", "", "only events of this `TENANT`")
 	if status == "" {
-		fs.StringVar(&statusFlag, "status", "", "only events with this status: received, retry, delivering, processed or dead")
+		fs.StringVar(&f.status, "status", "", "only events with this `STATUS`: received, retry, delivering, processed or dead")
 	}
-	fs.IntVar(&f.Limit, "limit", 50, "at most this many events, newest first")
-	asJSON := fs.Bool("json", false, "print one JSON object per line")
-	if err := parse(fs, args, false); err != nil {
-		return err
-	}
-	if f.Limit <= 0 {
-		return usagef("%s: --limit must be positive", name)
-	}
-	if statusFlag != "" {
-		f.Status = inbox.Status(statusFlag)
-		if !slices.Contains(statuses, f.Status) {
-			return usagef("%s: --status %q: want received, retry, delivering, processed or dead", name, statusFlag)
+	fs.StringVar(&f.filter.EventID, "event-id", "", "only events with this provider event `ID`")
+	fs.StringVar(&f.key, "key", "", "only events with this `KEY` (32 hex digits, as events show prints it)")
+	fs.StringVar(&f.apply, "apply", "", "only events with this apply `OUTCOME`: applied, unchanged, stale, none or pending (not applied yet)")
+	fs.StringVar(&f.since, "since", "", "only events received since `WHEN`: a duration ago (90m, 2h, 7d) or a time (2026-03-01T10:00:00Z, 2026-03-01)")
+	fs.StringVar(&f.until, "until", "", "only events received before `WHEN`: a duration ago or a time, as --since")
+	return f
+}
+
+// resolve checks the flags' values and completes the filter; now is
+// what durations count back from.
+func (f *filterFlags) resolve(name string, now time.Time) (inbox.Filter, error) {
+	if f.status != "" {
+		f.filter.Status = inbox.Status(f.status)
+		if !slices.Contains(statuses, f.filter.Status) {
+			return f.filter, usagef("%s: --status %q: want received, retry, delivering, processed or dead", name, f.status)
 		}
 	}
-	store, err := db.open(ctx)
+	if f.apply != "" {
+		f.filter.Outcome = inbox.ApplyOutcome(f.apply)
+		if !slices.Contains(outcomes, f.filter.Outcome) {
+			return f.filter, usagef("%s: --apply %q: want applied, unchanged, stale, none or pending", name, f.apply)
+		}
+	}
+	if f.key != "" {
+		h, err := dedupe.ParseHash(f.key)
+		if err != nil || h == (dedupe.Hash{}) {
+			return f.filter, usagef("%s: --key %q: want the 32 hex digits of a key", name, f.key)
+		}
+		f.filter.Hash = h
+	}
+	var err error
+	if f.filter.Since, err = parseWhen(f.since, now); err != nil {
+		return f.filter, usagef("%s: --since: %v", name, err)
+	}
+	if f.filter.Until, err = parseWhen(f.until, now); err != nil {
+		return f.filter, usagef("%s: --until: %v", name, err)
+	}
+	if !f.filter.Since.IsZero() && !f.filter.Until.IsZero() && !f.filter.Until.After(f.filter.Since) {
+		return f.filter, usagef("%s: --until %s is not after --since %s", name, f.until, f.since)
+	}
+	return f.filter, nil
+}
+
+// parseWhen reads a point in time: "" (none), a duration before now (with
+// d for days: 7d, 1d12h), an RFC 3339 time or a date (UTC midnight).
+func parseWhen(v string, now time.Time) (time.Time, error) {
+	if v == "" {
+		return time.Time{}, nil
+	}
+	if t, err := time.Parse(time.RFC3339, v); err == nil {
+		return t, nil
+	}
+	if t, err := time.Parse(time.DateOnly, v); err == nil {
+		return t, nil
+	}
+	d, err := parseDays(v)
+	if err != nil || d <= 0 {
+		return time.Time{}, fmt.Errorf("%q: want a positive duration (90m, 2h, 7d) or a time (2026-03-01T10:00:00Z, 2026-03-01)", v)
+	}
+	return now.Add(-d), nil
+}
+
+// parseDays is time.ParseDuration that also takes a leading number of
+// days: 7d, 1d12h.
+func parseDays(v string) (time.Duration, error) {
+	days, rest, ok := strings.Cut(v, "d")
+	if !ok {
+		return time.ParseDuration(v)
+	}
+	n, err := strconv.ParseUint(days, 10, 16)
+	if err != nil {
+		return 0, err
+	}
+	d := time.Duration(n) * 24 * time.Hour
+	if rest == "" {
+		return d, nil
+	}
+	r, err := time.ParseDuration(rest)
+	return d + r, err
+}
+
+// listEvents runs a list command: the filter flags (--status only when
+// status is not fixed), the store, newest events first.
+func listEvents(ctx context.Context, d doc, args []string, std IO, status inbox.Status, l listing) error {
+	fs := newFlags(d, std)
+	db := storeFlags(fs.FlagSet)
+	ff := addFilterFlags(fs.FlagSet, status)
+	limit := fs.Int("limit", 50, "at most `N` events, newest first")
+	before := fs.Int64("before", 0, "only events with an ID smaller than `ID` (the next page)")
+	asJSON := fs.Bool("json", false, "print one JSON object per line")
+	if err := fs.parse(args, false); err != nil {
+		return err
+	}
+	if *limit <= 0 {
+		return usagef("%s: --limit must be positive", d.name)
+	}
+	f, err := ff.resolve(d.name, time.Now())
+	if err != nil {
+		return err
+	}
+	f.Limit, f.BeforeID = *limit, *before
+	store, _, err := db.openDatabase(ctx)
 	if err != nil {
 		return err
 	}
@@ -94,13 +206,7 @@ func listEvents(ctx context.Context, name string, args []string, std IO, status 
 		return err
 	}
 	if *asJSON {
-		enc := json.NewEncoder(std.Stdout)
-		for _, v := range views {
-			if err := enc.Encode(v); err != nil {
-				return err
-			}
-		}
-		return nil
+		return writeJSONLines(std.Stdout, views)
 	}
 	t := newTable(std.Stdout, l.header...)
 	for _, v := range views {
@@ -109,30 +215,63 @@ func listEvents(ctx context.Context, name string, args []string, std IO, status 
 	return t.flush()
 }
 
+// writeJSONLines prints each view as one JSON object on its own line.
+func writeJSONLines(w io.Writer, views []eventview.Event) error {
+	enc := json.NewEncoder(w)
+	for _, v := range views {
+		if err := enc.Encode(v); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 func eventsShow(ctx context.Context, args []string, std IO) error {
-	fs := newFlags("events show", std)
-	db := storeFlags(fs)
+	fs := newFlags(doc{
+		name: "events show",
+		args: "ID|EVENT-ID|KEY [flags]",
+		text: `Show one event: its key, scope, tenant and provider event id, the
+payload and headers as stored, what applying it did and the entity's
+state now, and per destination its delivery and every attempt.
+
+The event is named by its ID (a number, as events list prints it), by
+the provider's event id, or by its key (32 hex digits). A number is
+taken as an ID first. When a provider event id names several events
+(one per source or tenant), they are listed: narrow with --source or
+--tenant, or show one by ID.`,
+		examples: []string{
+			"events show 42",
+			"events show evt_1MqLQk2eZvKYlo2C --source stripe",
+			"events show 5d41402abc4b2a76b9719d911017c592 --json",
+		},
+	}, std)
+	db := storeFlags(fs.FlagSet)
+	source := fs.String("source", "", "with a provider event id: only events of this `SOURCE`")
+	tenant := fs.String("tenant", "", "with a provider event id: only events of this `TENANT`")
 	asJSON := fs.Bool("json", false, "print the event as one JSON document (the form of GET /api/events/{id})")
-	if err := parse(fs, args, true); err != nil {
+	if err := fs.parse(args, true); err != nil {
 		return err
 	}
 	if fs.NArg() == 0 {
-		return usagef("events show: want exactly one event ID")
+		return usagef("events show: want one event: its ID, provider event id or key")
 	}
 	arg := fs.Arg(0)
-	// Flags may follow the ID too: events show 5 --config F.
-	if err := parse(fs, fs.Args()[1:], false); err != nil {
+	// Flags may follow the event too: events show 5 --config F.
+	if err := fs.parse(fs.Args()[1:], false); err != nil {
 		return err
 	}
-	id, err := strconv.ParseInt(arg, 10, 64)
-	if err != nil {
-		return usagef("events show: event ID %q is not a number", arg)
+	if strings.TrimSpace(arg) == "" {
+		return usagef("events show: want one event: its ID, provider event id or key")
 	}
-	store, err := db.open(ctx)
+	store, _, err := db.openDatabase(ctx)
 	if err != nil {
 		return err
 	}
 	defer store.Close()
+	id, err := findEvent(ctx, store, arg, inbox.Filter{Source: *source, Tenant: *tenant})
+	if err != nil {
+		return err
+	}
 	d, err := eventview.Load(ctx, store, id)
 	if err != nil {
 		return err
@@ -143,6 +282,48 @@ func eventsShow(ctx context.Context, args []string, std IO) error {
 		return enc.Encode(d)
 	}
 	return writeDetail(std.Stdout, d)
+}
+
+// findEvent returns the ID of the one event arg names: an ID, else a key
+// (32 hex digits), else a provider event id, the last two narrowed by
+// within's source and tenant.
+func findEvent(ctx context.Context, store inbox.Store, arg string, within inbox.Filter) (int64, error) {
+	if id, err := strconv.ParseInt(arg, 10, 64); err == nil && id > 0 {
+		if _, err := store.Get(ctx, id); err == nil {
+			return id, nil
+		} else if !errors.Is(err, inbox.ErrNotFound) {
+			return 0, err
+		}
+	}
+	what := "provider event id"
+	f := within
+	f.Limit = 20
+	// The zero hash is "any key" to List, and no key hashes to it.
+	if h, err := dedupe.ParseHash(arg); err == nil && h != (dedupe.Hash{}) {
+		what, f.Hash = "key", h
+	} else {
+		f.EventID = arg
+	}
+	found, err := store.List(ctx, f)
+	if err != nil {
+		return 0, err
+	}
+	switch len(found) {
+	case 0:
+		return 0, fmt.Errorf("events show: no event with ID, key or provider event id %q", arg)
+	case 1:
+		return found[0].ID, nil
+	}
+	var b strings.Builder
+	for _, e := range found {
+		fmt.Fprintf(&b, "\n  %d  %s  source %s  tenant %s", e.ID, e.ReceivedAt.Format(time.RFC3339),
+			escape(e.Source), escape(orDash(e.Tenant)))
+	}
+	if len(found) == f.Limit {
+		b.WriteString("\n  …")
+	}
+	return 0, fmt.Errorf("events show: %s %q names several events; show one by ID, or narrow with --source or --tenant:%s",
+		what, arg, b.String())
 }
 
 // bodyCut is how much of a response body the text form of `events show`

@@ -85,8 +85,10 @@ func TestEventsListAndShow(t *testing.T) {
 	}{
 		{[]string{"events", "list", "--limit", "0"}, "--limit must be positive"},
 		{[]string{"events", "list", "--status", "done"}, `--status "done": want received, retry, delivering, processed or dead`},
-		{[]string{"events", "show"}, "want exactly one event ID"},
-		{[]string{"events", "show", "x1"}, `event ID "x1" is not a number`},
+		{[]string{"events", "show"}, "want one event: its ID, provider event id or key"},
+		{[]string{"events", "list", "--apply", "done"}, `--apply "done": want applied, unchanged, stale, none or pending`},
+		{[]string{"events", "list", "--key", "abc"}, `--key "abc": want the 32 hex digits of a key`},
+		{[]string{"events", "list", "--since", "2h", "--until", "3h"}, "--until 3h is not after --since 2h"},
 	} {
 		if _, _, err := d.run(c.args...); err == nil || cli.ExitCode(err) != 2 || !strings.Contains(err.Error(), c.msg) {
 			t.Errorf("%v: %v, want a usage error containing %q", c.args, err, c.msg)

@@ -39,27 +39,36 @@ func (f *idFlags) Set(v string) error {
 }
 
 func runReplay(ctx context.Context, args []string, std IO) error {
-	fs := newFlags("replay", std)
-	db := storeFlags(fs)
+	fs := newFlags(doc{
+		name: "replay",
+		text: `Put events back to be processed again. The recorded apply results are
+kept, so the entities end where they were, and destinations that already
+have an event are not called again unless --redeliver asks for it (with
+the same webhook-id, so a receiver that deduplicates sees a repeat).
+Events under a lease are skipped. Give at least one filter, or --all.`,
+		examples: []string{
+			"replay --dead",
+			"replay --source stripe --since 2h",
+			"replay --id 42 --redeliver --destination billing",
+		},
+	}, std)
+	db := storeFlags(fs.FlagSet)
 	var (
 		f     inbox.ReplayFilter
 		ids   idFlags
-		since time.Duration
+		since string
 	)
 	fs.BoolVar(&f.Dead, "dead", false, "only dead events")
-	fs.StringVar(&f.Source, "source", "", "only events of this source")
-	fs.StringVar(&f.Tenant, "tenant", "", "only events of this tenant")
-	fs.DurationVar(&since, "since", 0, "only events received within this duration, e.g. 24h")
-	fs.Var(&ids, "id", "only this event (repeatable)")
+	fs.StringVar(&f.Source, "source", "", "only events of this `SOURCE`")
+	fs.StringVar(&f.Tenant, "tenant", "", "only events of this `TENANT`")
+	fs.StringVar(&since, "since", "", "only events received since `WHEN`: a duration ago (90m, 24h, 7d) or a time (2026-03-01T10:00:00Z, 2026-03-01)")
+	fs.Var(&ids, "id", "only the event with this `ID` (repeatable)")
 	fs.BoolVar(&f.Redeliver, "redeliver", false, "call every destination again, even those that got the event (same webhook-id)")
-	fs.StringVar(&f.Destination, "destination", "", "with --redeliver: call only this destination again")
-	fs.IntVar(&f.PageSize, "page", inbox.DefaultLimit, "events replayed per transaction")
+	fs.StringVar(&f.Destination, "destination", "", "with --redeliver: call only `DESTINATION` again")
+	fs.IntVar(&f.PageSize, "page", inbox.DefaultLimit, "replay `N` events per transaction")
 	all := fs.Bool("all", false, "replay every event when no other flag narrows it")
-	if err := parse(fs, args, false); err != nil {
+	if err := fs.parse(args, false); err != nil {
 		return err
-	}
-	if since < 0 {
-		return usagef("replay: --since must be positive")
 	}
 	if f.PageSize < 1 {
 		return usagef("replay: --page must be positive")
@@ -71,13 +80,14 @@ func runReplay(ctx context.Context, args []string, std IO) error {
 		return usagef("replay: --destination %s calls a destination again only with --redeliver; add --redeliver", f.Destination)
 	}
 	f.IDs = ids
-	if since > 0 {
-		f.Since = time.Now().Add(-since)
+	var err error
+	if f.Since, err = parseWhen(since, time.Now()); err != nil {
+		return usagef("replay: --since: %v", err)
 	}
-	if !*all && !f.Dead && f.Source == "" && f.Tenant == "" && since == 0 && len(f.IDs) == 0 {
+	if !*all && !f.Dead && f.Source == "" && f.Tenant == "" && f.Since.IsZero() && len(f.IDs) == 0 {
 		return usagef("replay: no filter: this would replay every event; give --dead, --source, --tenant, --since or --id, or --all to mean it")
 	}
-	store, err := db.open(ctx)
+	store, _, err := db.openDatabase(ctx)
 	if err != nil {
 		return err
 	}

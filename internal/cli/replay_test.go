@@ -51,8 +51,8 @@ func TestReplayBadFlags(t *testing.T) {
 	}{
 		{[]string{"replay", "--id", "abc"}, `"abc" is not an event id`},
 		{[]string{"replay", "--id", "0"}, `"0" is not an event id`},
-		{[]string{"replay", "--dead", "--since", "-1h"}, "--since must be positive"},
-		{[]string{"replay", "--dead", "--since", "1d"}, "invalid value"},
+		{[]string{"replay", "--dead", "--since", "-1h"}, `--since: "-1h": want a positive duration`},
+		{[]string{"replay", "--dead", "--since", "1x"}, `--since: "1x": want a positive duration`},
 		{[]string{"replay", "--dead", "--page", "0"}, "--page must be positive"},
 		{[]string{"replay", "--dead", "extra"}, `unexpected argument "extra"`},
 	} {

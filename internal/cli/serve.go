@@ -24,12 +24,23 @@ func init() {
 const demoSecretSetting = "demo.secret"
 
 func runServe(ctx context.Context, args []string, std IO) error {
-	fs := newFlags("serve", std)
-	db := storeFlags(fs)
-	listen := fs.String("listen", "", "listen address (overrides the config's listen)")
-	logLevel := fs.String("log-level", "info", "log level: debug, info, warn, error")
+	fs := newFlags(doc{
+		name: "serve",
+		text: `Receive, verify, deduplicate and store webhooks, and process them: apply
+each event to its entity and deliver it to the source's destinations.
+Without --config it serves a demo source on the embedded SQLite database
+(./hookgate.db) and prints a signed curl line to try it.`,
+		examples: []string{
+			"serve",
+			"serve --config hookgate.yaml",
+			"serve --config hookgate.yaml --listen :9000 --process=false",
+		},
+	}, std)
+	db := storeFlags(fs.FlagSet)
+	listen := fs.String("listen", "", "listen `ADDRESS`, such as :8080 (overrides the config's listen)")
+	logLevel := fs.String("log-level", "info", "log `LEVEL`: debug, info, warn, error")
 	process := fs.Bool("process", true, "run the workers; with --process=false events are stored and wait for a serve that processes")
-	if err := parse(fs, args, false); err != nil {
+	if err := fs.parse(args, false); err != nil {
 		return err
 	}
 	var level slog.Level

@@ -24,7 +24,16 @@ func (h *headerFlags) String() string     { return strings.Join(*h, ", ") }
 func (h *headerFlags) Set(v string) error { *h = append(*h, v); return nil }
 
 func runSign(ctx context.Context, args []string, std IO) error {
-	fs := newFlags("sign", std)
+	fs := newFlags(doc{
+		name: "sign",
+		text: `Sign a request body, read from stdin, as the provider would, and print
+the signed headers and a curl line that sends it to hookgate. Use it to
+try a source without the provider.`,
+		examples: []string{
+			`sign --provider standard --secret whsec_… < event.json`,
+			`sign --provider github --secret s3cret --url http://127.0.0.1:8080/in/gh -H "X-GitHub-Delivery: 1" < push.json`,
+		},
+	}, std)
 	var sc config.Source
 	secret := fs.String("secret", "", "signing secret (standard: whsec_...)")
 	token := fs.String("token", "", "URL token (salesforce, shippo)")
@@ -38,7 +47,7 @@ func runSign(ctx context.Context, args []string, std IO) error {
 	fs.StringVar(&sig.Encoding, "encoding", "hex", "hmac: hex|base64")
 	fs.StringVar(&sig.Prefix, "prefix", "", "hmac: prefix of the signature value, e.g. sha256=")
 	fs.Var(&headers, "H", `extra request header "Name: value" (repeatable), e.g. -H "webhook-id: msg_1"`)
-	if err := parse(fs, args, false); err != nil {
+	if err := fs.parse(args, false); err != nil {
 		return err
 	}
 	if sc.Provider == "" {

@@ -18,13 +18,19 @@ func init() {
 }
 
 func runStats(ctx context.Context, args []string, std IO) error {
-	fs := newFlags("stats", std)
-	db := storeFlags(fs)
+	fs := newFlags(doc{
+		name: "stats",
+		text: `Print per source the events by status, the intake counts and the dedupe
+hit rate; the number of pending events and the age of the oldest; and the
+health of each destination. Reads only the database.`,
+		examples: []string{"stats --config hookgate.yaml", "stats --database sqlite:/var/lib/hookgate/hookgate.db --json"},
+	}, std)
+	db := storeFlags(fs.FlagSet)
 	asJSON := fs.Bool("json", false, "print the stats as JSON (the form of GET /api/stats)")
-	if err := parse(fs, args, false); err != nil {
+	if err := fs.parse(args, false); err != nil {
 		return err
 	}
-	store, err := db.open(ctx)
+	store, _, err := db.openDatabase(ctx)
 	if err != nil {
 		return err
 	}

@@ -2,8 +2,12 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"flag"
+	"fmt"
+	"io/fs"
 	"os"
+	"path/filepath"
 
 	"github.com/hookgate/hookgate/internal/backend"
 	"github.com/hookgate/hookgate/internal/config"
@@ -19,17 +23,23 @@ type storeOpts struct {
 func storeFlags(fs *flag.FlagSet) *storeOpts {
 	o := &storeOpts{}
 	fs.StringVar(&o.configPath, "config", os.Getenv("HOOKGATE_CONFIG"),
-		"config file (default $HOOKGATE_CONFIG; none: the embedded demo setup)")
-	fs.StringVar(&o.database, "database", "", "database, sqlite:PATH or postgres://… (overrides the config's database)")
+		"config `FILE` (default $HOOKGATE_CONFIG; none: the embedded demo setup)")
+	fs.StringVar(&o.database, "database", "", "`DATABASE`, sqlite:PATH or postgres://… (overrides the config's database)")
 	return o
 }
 
 // config loads the configuration; demo is true when no file was given and
 // the built-in defaults apply.
 func (o *storeOpts) config() (cfg config.Config, demo bool, err error) {
+	return o.load(config.Load)
+}
+
+// load reads the configuration with read, or takes the defaults when no
+// file was given (demo), and applies --database.
+func (o *storeOpts) load(read func(string) (config.Config, error)) (cfg config.Config, demo bool, err error) {
 	if o.configPath == "" {
 		cfg, demo = config.Default(), true
-	} else if cfg, err = config.Load(o.configPath); err != nil {
+	} else if cfg, err = read(o.configPath); err != nil {
 		return cfg, false, err
 	}
 	if o.database != "" {
@@ -43,13 +53,30 @@ func (o *storeOpts) openConfig(ctx context.Context, cfg config.Config) (inbox.Ba
 	return backend.Open(ctx, cfg.Database, backend.Options{})
 }
 
-// open loads the configuration and opens its store.
-func (o *storeOpts) open(ctx context.Context) (inbox.Backend, error) {
-	cfg, _, err := o.config()
+// openDatabase opens the database for a command that only works on it
+// (events, dead, stats, replay, sweep): a config file is read without its
+// secrets (config.LoadDatabase), and a SQLite file that is not there is
+// refused, where opening it would create an empty database and show empty
+// tables as if nothing had arrived.
+func (o *storeOpts) openDatabase(ctx context.Context) (inbox.Backend, config.Config, error) {
+	cfg, demo, err := o.load(config.LoadDatabase)
 	if err != nil {
-		return nil, err
+		return nil, cfg, err
 	}
-	return o.openConfig(ctx, cfg)
+	if path := cfg.SQLitePath(); path != "" {
+		if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
+			shown := path
+			if !filepath.IsAbs(shown) {
+				shown = "." + string(filepath.Separator) + filepath.Clean(shown)
+			}
+			if demo && o.database == "" {
+				return nil, cfg, fmt.Errorf("no hookgate database at %s; pass --config or --database", shown)
+			}
+			return nil, cfg, fmt.Errorf("no hookgate database at %s (hookgate serve creates it on its first start)", shown)
+		}
+	}
+	store, err := o.openConfig(ctx, cfg)
+	return store, cfg, err
 }
 
 // demoSource is the source served when there is no config file.

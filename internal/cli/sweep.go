@@ -11,16 +11,18 @@ func init() {
 }
 
 func runSweep(ctx context.Context, args []string, std IO) error {
-	fs := newFlags("sweep", std)
-	db := storeFlags(fs)
-	if err := parse(fs, args, false); err != nil {
+	fs := newFlags(doc{
+		name: "sweep",
+		text: `Remove the dedupe keys whose window has passed and the events processed
+longer ago than the retention, once, now. serve sweeps on its own every
+sweep_every; this is for a database no serve runs on.`,
+		examples: []string{"sweep --config hookgate.yaml"},
+	}, std)
+	db := storeFlags(fs.FlagSet)
+	if err := fs.parse(args, false); err != nil {
 		return err
 	}
-	cfg, _, err := db.config()
-	if err != nil {
-		return err
-	}
-	store, err := db.openConfig(ctx, cfg)
+	store, cfg, err := db.openDatabase(ctx)
 	if err != nil {
 		return err
 	}
