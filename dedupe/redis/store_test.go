@@ -353,3 +353,26 @@ func TestRecord(t *testing.T) {
 		t.Fatalf("key recorded with a past expiry = %s, want new", r.Status)
 	}
 }
+
+// TestOpen: a store Open made reaches the server at the URL, bounds its
+// calls by Options.Timeout through a client of its own, and closes it.
+func TestOpen(t *testing.T) {
+	t.Parallel()
+	_, prefix := redistest.New(t)
+	s, err := redis.Open(redistest.URL(), redis.Options{Prefix: prefix, Timeout: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := claimFor(t, s, lease, hash(1)); r.Status != dedupe.New {
+		t.Fatalf("fresh key = %s", r.Status)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Claim(t.Context(), lease, hash(2)); !errors.Is(err, dedupe.ErrUnavailable) {
+		t.Fatalf("claim after Close: %v, want ErrUnavailable", err)
+	}
+	if _, err := redis.Open("http://127.0.0.1:6379", redis.Options{}); err == nil {
+		t.Fatal("Open accepted an http URL")
+	}
+}

@@ -61,6 +61,14 @@
 //	hookgate_front_failures_total    calls to Redis that failed or timed out
 //	hookgate_front_bypassed_total    events the inbox decided without the front
 //
+// # Cost
+//
+// Answering redeliveries of stored events from Redis (BenchmarkCheckDuplicate,
+// go test -run '^$' -bench . -benchtime=2s -count=3 on the 2-core
+// development VM, load average 5-8, Redis 7.0 on the same machine) took
+// 90-198 µs per event one event per Check and 11.5-18.5 µs per event 100 per
+// Check.
+//
 // # Times
 //
 // Leases run on Redis's clock; committed keys expire at the inbox's

@@ -409,3 +409,18 @@ func TestCallerGaveUp(t *testing.T) {
 	}
 	wantVerdicts(t, f.Check(t.Context(), []dedupe.Hash{hash(1)}), Claimed)
 }
+
+// TestOpen: a front Open made answers from the server at the URL.
+func TestOpen(t *testing.T) {
+	t.Parallel()
+	_, prefix := redistest.New(t)
+	f, err := Open(redistest.URL(), Options{Prefix: prefix, Timeout: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	wantVerdicts(t, f.Check(t.Context(), []dedupe.Hash{hash(1)}), Claimed)
+	if _, err := Open(redistest.URL(), Options{Lease: -time.Second}); err == nil {
+		t.Fatal("Open accepted a negative lease")
+	}
+}
