@@ -552,7 +552,7 @@ func TestTail(t *testing.T) {
 	if ct := resp.Header.Get("Content-Type"); resp.StatusCode != http.StatusOK || ct != "text/event-stream" {
 		t.Fatalf("tail = %d %s", resp.StatusCode, ct)
 	}
-	if code, _ := b.do(http.MethodGet, "/ui/tail/stream", nil); code != http.StatusServiceUnavailable {
+	if code := b.openTail(); code != http.StatusServiceUnavailable {
 		t.Errorf("a second tail with MaxTail 1 = %d, want 503", code)
 	}
 	b.accept("github", "acme", jsonID, "other")
@@ -570,17 +570,21 @@ func TestTail(t *testing.T) {
 	cancel()
 	resp.Body.Close()
 	// The slot is given back when the stream ends.
-	waitFor(t, "the tail's slot", func() bool {
-		ctx, stop := context.WithTimeout(t.Context(), time.Second)
-		defer stop()
-		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, b.srv.URL+"/ui/tail/stream", nil)
-		resp, err := b.client.Do(req)
-		if err != nil {
-			return false
-		}
-		resp.Body.Close()
-		return resp.StatusCode == http.StatusOK
-	})
+	waitFor(t, "the tail's slot", func() bool { return b.openTail() == http.StatusOK })
+}
+
+// openTail opens a live tail, returns its status and closes it.
+func (b *bundle) openTail() int {
+	b.t.Helper()
+	ctx, stop := context.WithCancel(b.t.Context())
+	defer stop()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, b.srv.URL+"/ui/tail/stream", nil)
+	resp, err := b.client.Do(req)
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	resp.Body.Close()
+	return resp.StatusCode
 }
 
 // waitFor polls cond until it holds or ten seconds pass.

@@ -2,6 +2,7 @@ package console
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"maps"
 	"net/http"
@@ -43,6 +44,7 @@ func (c *console) overview(w http.ResponseWriter, r *http.Request, sess *session
 	stats := admin.NewStats(st, c.now())
 	d := overviewData{Stats: stats, OldestPending: time.Duration(stats.OldestPendingSeconds * float64(time.Second)).Round(time.Second),
 		Hour: newChart("last hour", c.charts.series(60)), Day: newChart("last day", c.charts.series(chartMinutes)), Statuses: statuses}
+	d.Stats.Lanes = c.lanes(stats.Lanes)
 	for _, name := range slices.Sorted(maps.Keys(stats.Sources)) {
 		s := stats.Sources[name]
 		row := sourceRow{Name: name, SourceStats: s}
@@ -53,6 +55,23 @@ func (c *console) overview(w http.ResponseWriter, r *http.Request, sess *session
 		d.Dead += s.ByStatus[inbox.StatusDead]
 	}
 	return c.render(w, "overview", page{Title: "Overview", Nav: "overview", CSRF: sess.csrf, Data: d})
+}
+
+// lanes adds to the lanes processing recorded each configured destination
+// it has no record of yet (none of its attempts failed): healthy.
+func (c *console) lanes(recorded []admin.Lane) []admin.Lane {
+	out := slices.Clone(recorded)
+	for _, s := range c.sources {
+		for _, d := range s.Destinations {
+			if !slices.ContainsFunc(recorded, func(l admin.Lane) bool { return l.Source == s.Name && l.Destination == d.Name }) {
+				out = append(out, admin.Lane{Source: s.Name, Destination: d.Name, State: inbox.LaneHealthy})
+			}
+		}
+	}
+	slices.SortFunc(out, func(a, b admin.Lane) int {
+		return cmp.Or(cmp.Compare(a.Source, b.Source), cmp.Compare(a.Destination, b.Destination))
+	})
+	return out
 }
 
 // statuses are the values the status filter takes, in the order an event
