@@ -253,6 +253,9 @@ func (s *Store) Claim(ctx context.Context, lease time.Duration, hashes ...dedupe
 	if len(hashes) == 0 {
 		return []dedupe.Result{}, nil
 	}
+	if err := checkTTL("lease", lease); err != nil {
+		return nil, err
+	}
 	keys := s.keys(len(hashes), func(i int) dedupe.Hash { return hashes[i] })
 	tokens := make([]dedupe.Token, len(hashes))
 	args := s.args(len(hashes), lease)
@@ -293,6 +296,9 @@ func (s *Store) Claim(ctx context.Context, lease time.Duration, hashes ...dedupe
 func (s *Store) Commit(ctx context.Context, window time.Duration, leases ...dedupe.Lease) error {
 	if len(leases) == 0 {
 		return nil
+	}
+	if err := checkTTL("window", window); err != nil {
+		return err
 	}
 	args := s.args(len(leases), window)
 	args = appendTokens(args, leases)
@@ -456,6 +462,15 @@ func appendTokens(args []any, leases []dedupe.Lease) []any {
 		args = append(args, strconv.FormatUint(uint64(l.Token), 10))
 	}
 	return args
+}
+
+// checkTTL refuses a lease or window Redis cannot keep: PX counts whole
+// milliseconds from 1.
+func checkTTL(what string, d time.Duration) error {
+	if d < time.Millisecond {
+		return fmt.Errorf("dedupe/redis: %s %v: shorter than a millisecond", what, d)
+	}
+	return nil
 }
 
 // asInt reads an integer a script returned; anything else reads as 0.

@@ -313,6 +313,17 @@ func TestOptionsChecked(t *testing.T) {
 			t.Errorf("New(%+v) accepted", o)
 		}
 	}
+	// Redis keeps no expiry under a millisecond; nothing is sent.
+	s, err := redis.New(client, redis.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Claim(t.Context(), time.Microsecond, hash(1)); err == nil || errors.Is(err, dedupe.ErrUnavailable) {
+		t.Errorf("claim with a 1µs lease: err = %v, want a refusal", err)
+	}
+	if err := s.Commit(t.Context(), 0, dedupe.Lease{Hash: hash(1), Token: 1}); err == nil || errors.Is(err, dedupe.ErrUnavailable) {
+		t.Errorf("commit with no window: err = %v, want a refusal", err)
+	}
 }
 
 // TestRecord: the times a durable store gave a key are written whoever
