@@ -93,6 +93,37 @@ func TestNodes(t *testing.T) {
 	}
 }
 
+// TestRacingNodes: 100 copies of one event checked at once on two nodes,
+// each with its own connections: one is Claimed, the others are in flight
+// elsewhere.
+func TestRacingNodes(t *testing.T) {
+	t.Parallel()
+	const copies = 100
+	client, prefix := redistest.New(t)
+	other, _ := redistest.New(t)
+	nodes := []*Front{node(t, client, prefix), node(t, other, prefix)}
+	var (
+		wg      sync.WaitGroup
+		mu      sync.Mutex
+		counts  = map[Verdict]int{}
+		startCh = make(chan struct{})
+	)
+	for i := range copies {
+		wg.Go(func() {
+			<-startCh
+			v := nodes[i%2].Check(t.Context(), []dedupe.Hash{hash(1)})[0].Verdict
+			mu.Lock()
+			counts[v]++
+			mu.Unlock()
+		})
+	}
+	close(startCh)
+	wg.Wait()
+	if counts[Claimed] != 1 || counts[InFlightElsewhere] != copies-1 {
+		t.Fatalf("%d racing copies: %v, want 1 claimed and the rest in flight elsewhere", copies, counts)
+	}
+}
+
 // inbox stands for the inbox's unique key, the arbiter behind the front.
 type inbox struct {
 	mu       sync.Mutex
@@ -159,7 +190,8 @@ func TestFlushCannotDoubleAccept(t *testing.T) {
 		senders = 8
 	)
 	client, prefix := redistest.New(t)
-	nodes := []*Front{node(t, client, prefix), node(t, client, prefix)}
+	other, _ := redistest.New(t)
+	nodes := []*Front{node(t, client, prefix), node(t, other, prefix)}
 	in := &inbox{stored: map[dedupe.Hash]time.Time{}, accepted: map[dedupe.Hash]int{}}
 	ctx := t.Context()
 
