@@ -67,7 +67,10 @@ type Handler struct {
 	errs     *lograte.Logger
 	metrics  *metrics.Metrics
 	received map[string]*receivedCounters
-	mux      *http.ServeMux
+	// busyPending and notReady count the 503s answered before
+	// authentication (hookgate_busy_total).
+	busyPending, notReady prometheus.Counter
+	mux                   *http.ServeMux
 }
 
 // receivedCounters are one source's hookgate_events_received_total
@@ -102,6 +105,8 @@ func NewHandler(opts Options) *Handler {
 		h.log = slog.New(slog.DiscardHandler)
 	}
 	h.errs = lograte.New(h.log)
+	h.busyPending = h.metrics.Busy.WithLabelValues(metrics.BusyPendingBody)
+	h.notReady = h.metrics.Busy.WithLabelValues(metrics.BusyNotReady)
 	h.received = make(map[string]*receivedCounters, len(opts.Sources))
 	for _, s := range opts.Sources {
 		h.sources[s.Name] = s
@@ -129,6 +134,7 @@ func (h *Handler) readyz(w http.ResponseWriter, r *http.Request) {
 	if h.ready != nil {
 		if err := h.ready(r.Context()); err != nil {
 			h.errs.Error("not ready", "err", err)
+			h.notReady.Inc()
 			http.Error(w, "store unavailable", http.StatusServiceUnavailable)
 			return
 		}
@@ -247,6 +253,7 @@ func (h *Handler) accept(w http.ResponseWriter, r *http.Request, src *source.Sou
 		weight = min(weight, r.ContentLength)
 	}
 	if !h.pending.TryAcquire(weight) {
+		h.busyPending.Inc()
 		return 0, Response{}, &requestError{status: http.StatusServiceUnavailable, msg: "too many requests in progress, retry later",
 			retryAfter: busyRetryAfter, uncounted: true}
 	}

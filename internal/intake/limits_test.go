@@ -3,17 +3,22 @@ package intake_test
 import (
 	"bufio"
 	"bytes"
+	"context"
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/hookgate/hookgate/internal/config"
 	"github.com/hookgate/hookgate/internal/intake"
+	"github.com/hookgate/hookgate/internal/metrics"
 	"github.com/hookgate/hookgate/internal/source"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 )
 
 // Issue 9, finding 2: bodies held before authentication share one budget.
@@ -29,8 +34,9 @@ func TestPendingBodyBudget(t *testing.T) {
 	c := intake.NewCommitter(openStore(t), intake.CommitterOptions{})
 	defer c.Close()
 	const maxBody = 1024
+	m := metrics.New()
 	srv := httptest.NewServer(intake.NewHandler(intake.Options{Sources: []*source.Source{src}, Committer: c,
-		MaxBody: maxBody, MaxPendingBody: maxBody}))
+		MaxBody: maxBody, MaxPendingBody: maxBody, Metrics: m}))
 	defer srv.Close()
 
 	slow, err := net.Dial("tcp", srv.Listener.Addr().String())
@@ -51,13 +57,23 @@ func TestPendingBodyBudget(t *testing.T) {
 	// The slow request holds the budget once the handler has started it.
 	deadline := time.Now().Add(10 * time.Second)
 	var resp *http.Response
+	unauthenticated := 0.0
 	for resp = post(); resp.StatusCode != http.StatusServiceUnavailable; resp = post() {
+		unauthenticated++
 		if time.Now().After(deadline) {
 			t.Fatalf("while a slow body holds the budget: %d, want 503", resp.StatusCode)
 		}
 	}
 	if resp.Header.Get("Retry-After") == "" {
 		t.Error("503 without Retry-After")
+	}
+	// The operator sees which limit fired, and the refusal is no store
+	// error of the source.
+	if got := testutil.ToFloat64(m.Busy.WithLabelValues(metrics.BusyPendingBody)); got != 1 {
+		t.Errorf("hookgate_busy_total{reason=pending_body} = %v, want 1", got)
+	}
+	if got := testutil.ToFloat64(m.Received.WithLabelValues("stripe", metrics.ReceivedStoreError)); got != 0 {
+		t.Errorf("store errors counted for the busy answer: %v", got)
 	}
 	fmt.Fprint(slow, strings.Repeat("a", maxBody-10))
 	line, err := bufio.NewReader(slow).ReadString('\n')
@@ -66,5 +82,44 @@ func TestPendingBodyBudget(t *testing.T) {
 	}
 	if resp := post(); resp.StatusCode != http.StatusUnauthorized {
 		t.Errorf("after the slow body ended: %d, want 401 (the budget given back)", resp.StatusCode)
+	}
+}
+
+// /readyz answers 503 while Ready fails, and each such answer is counted
+// as hookgate_busy_total{reason="not_ready"}; ok again once Ready is.
+func TestNotReadyCounted(t *testing.T) {
+	t.Parallel()
+	c := intake.NewCommitter(openStore(t), intake.CommitterOptions{})
+	defer c.Close()
+	m := metrics.New()
+	var failing atomic.Bool
+	failing.Store(true)
+	srv := httptest.NewServer(intake.NewHandler(intake.Options{Committer: c, Metrics: m,
+		Ready: func(context.Context) error {
+			if failing.Load() {
+				return errors.New("disk full")
+			}
+			return nil
+		}}))
+	defer srv.Close()
+	readyz := func() int {
+		resp, err := http.Get(srv.URL + "/readyz")
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	for range 2 {
+		if st := readyz(); st != http.StatusServiceUnavailable {
+			t.Fatalf("/readyz while not ready: %d, want 503", st)
+		}
+	}
+	failing.Store(false)
+	if st := readyz(); st != http.StatusOK {
+		t.Fatalf("/readyz once ready: %d, want 200", st)
+	}
+	if got := testutil.ToFloat64(m.Busy.WithLabelValues(metrics.BusyNotReady)); got != 2 {
+		t.Errorf("hookgate_busy_total{reason=not_ready} = %v, want 2", got)
 	}
 }

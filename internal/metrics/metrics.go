@@ -23,6 +23,19 @@ const (
 	ReceivedStoreError      = "store_error"
 )
 
+// Reasons a request was answered 503 before it was authenticated, the
+// reason label of hookgate_busy_total.
+const (
+	// BusyConnections: the listener had limits.max_connections open.
+	BusyConnections = "connections"
+	// BusyPendingBody: the bodies awaiting authentication held
+	// limits.max_pending_body.
+	BusyPendingBody = "pending_body"
+	// BusyNotReady: /readyz answered 503 (the store does not answer, or
+	// its last write failed).
+	BusyNotReady = "not_ready"
+)
+
 // Outcomes of a delivery attempt, the outcome label of
 // hookgate_deliveries_total.
 const (
@@ -54,6 +67,10 @@ type Metrics struct {
 	// Received is hookgate_events_received_total{source,outcome}, outcome
 	// one of the Received* constants.
 	Received *prometheus.CounterVec
+	// Busy is hookgate_busy_total{reason}: requests answered 503 before
+	// authentication, by the Busy* constant that says which limit fired.
+	// Every reason is exported from the start, at 0.
+	Busy *prometheus.CounterVec
 	// DedupeSeconds is hookgate_dedupe_seconds: the time from submitting
 	// an event to the committer to its dedupe decision.
 	DedupeSeconds prometheus.Histogram
@@ -82,6 +99,10 @@ func New() *Metrics {
 			Name: "hookgate_events_received_total",
 			Help: "Events received by intake, by source and outcome (accepted, duplicate, unauthenticated, invalid, store_error).",
 		}, []string{"source", "outcome"}),
+		Busy: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "hookgate_busy_total",
+			Help: "Requests answered 503 before authentication, by reason (connections, pending_body, not_ready).",
+		}, []string{"reason"}),
 		DedupeSeconds: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name: "hookgate_dedupe_seconds",
 			Help: "Time from submitting an event to the committer to its dedupe decision.",
@@ -108,10 +129,13 @@ func New() *Metrics {
 		}, []string{"what"}),
 		inbox: newInboxCollector(),
 	}
+	for _, reason := range []string{BusyConnections, BusyPendingBody, BusyNotReady} {
+		m.Busy.WithLabelValues(reason)
+	}
 	m.Registry.MustRegister(
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-		m.Received, m.DedupeSeconds, m.Deliveries, m.DeliverySeconds, m.DeadEvents, m.LeasesLost,
+		m.Received, m.Busy, m.DedupeSeconds, m.Deliveries, m.DeliverySeconds, m.DeadEvents, m.LeasesLost,
 		m.inbox,
 	)
 	return m

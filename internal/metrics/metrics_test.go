@@ -228,12 +228,18 @@ func TestHandler(t *testing.T) {
 		return inbox.Stats{Pending: 2}, nil
 	})
 	m.Received.WithLabelValues("gh", ReceivedUnauthenticated).Inc()
+	m.Busy.WithLabelValues(BusyConnections).Add(2)
 	code, body := scrape(t, m)
 	if code != http.StatusOK {
 		t.Fatalf("status %d", code)
 	}
 	for _, w := range []string{
 		`hookgate_events_received_total{outcome="unauthenticated",source="gh"} 1`,
+		// Every reason is there before its first 503, so a rate over it
+		// starts at 0 rather than at its first increase.
+		`hookgate_busy_total{reason="connections"} 2`,
+		`hookgate_busy_total{reason="not_ready"} 0`,
+		`hookgate_busy_total{reason="pending_body"} 0`,
 		"hookgate_inbox_pending 2",
 		"go_goroutines ",
 		"process_start_time_seconds ",
