@@ -144,8 +144,11 @@ type Config struct {
 	// every destination's timeout plus [LeaseMargin], so that an attempt
 	// is recorded before its lease runs out.
 	Lease Duration `yaml:"lease"`
-	// Admin configures the admin API; it is off without a token.
+	// Admin configures the admin API (off without a token) and the
+	// address the operator's routes are served on.
 	Admin Admin `yaml:"admin,omitempty"`
+	// Metrics configures /metrics.
+	Metrics Metrics `yaml:"metrics,omitempty"`
 	// Sources are the configured senders, served at POST /in/{name}.
 	Sources []Source `yaml:"sources"`
 }
@@ -227,6 +230,19 @@ type Source struct {
 type Admin struct {
 	// Token is the bearer token the admin API requires; unset, the admin
 	// API is off.
+	Token Secret `yaml:"token,omitempty"`
+	// Listen is the host:port of the operator's listener. Set, /api and
+	// /metrics (and every other operator route) are served there and
+	// only there, not on the public intake listener, which then serves
+	// /in, /healthz and /readyz alone. Empty, they share Listen. It must
+	// differ from Listen.
+	Listen string `yaml:"listen,omitempty"`
+}
+
+// Metrics configures the Prometheus endpoint, /metrics.
+type Metrics struct {
+	// Token is the bearer token /metrics requires (Authorization: Bearer
+	// TOKEN); unset, /metrics is open to whoever reaches its listener.
 	Token Secret `yaml:"token,omitempty"`
 }
 
@@ -398,6 +414,7 @@ func parse(data []byte, dir string, lookupEnv func(string) (string, bool)) (Conf
 		}
 	}
 	resolve("admin.token", &cfg.Admin.Token)
+	resolve("metrics.token", &cfg.Metrics.Token)
 	for i := range cfg.Sources {
 		s := &cfg.Sources[i]
 		resolve(fmt.Sprintf("sources[%d].secret", i), &s.Secret)

@@ -272,6 +272,20 @@ func TestParseErrors(t *testing.T) {
 			[]string{"line 2", "field password not found"}, ErrInvalid},
 		{"admin token unset", "admin:\n  token: env:HOOKGATE_TEST_UNSET\n",
 			[]string{"line 2: admin.token", "env:HOOKGATE_TEST_UNSET is unset or empty"}, ErrSecret},
+		{"admin listen not host:port", "admin:\n  listen: \"9090\"\n",
+			[]string{"line 2: admin.listen: \"9090\": want host:port"}, ErrInvalid},
+		{"admin listen bad port", "admin:\n  listen: 127.0.0.1:99999\n",
+			[]string{"line 2: admin.listen: \"127.0.0.1:99999\": want a port number 0-65535"}, ErrInvalid},
+		{"admin listen same as listen", "listen: 127.0.0.1:8080\nadmin:\n  listen: 127.0.0.1:8080\n",
+			[]string{"line 3: admin.listen: \"127.0.0.1:8080\": the same address as listen"}, ErrInvalid},
+		{"admin listen on the port listen takes everywhere", "listen: :8080\nadmin:\n  listen: 127.0.0.1:8080\n",
+			[]string{"line 3: admin.listen: \"127.0.0.1:8080\": the same address as listen"}, ErrInvalid},
+		{"unknown metrics key", "metrics:\n  path: /m\n",
+			[]string{"line 2", "field path not found"}, ErrInvalid},
+		{"metrics token unset", "metrics:\n  token: env:HOOKGATE_TEST_UNSET\n",
+			[]string{"line 2: metrics.token", "env:HOOKGATE_TEST_UNSET is unset or empty"}, ErrSecret},
+		{"metrics token inline", "metrics:\n  token: inline_secret_value\n",
+			[]string{"line 2", "env:NAME or file:PATH (the value is not shown)"}, ErrInvalid},
 		{"admin token inline", "admin:\n  token: inline_secret_value\n",
 			[]string{"line 2", "env:NAME or file:PATH (the value is not shown)"}, ErrInvalid},
 		{"schema missing", src("    provider: github\n    secret: env:GITHUB_SECRET\n    schema: " + missing + ".json\n"),
@@ -654,6 +668,28 @@ func TestAdminToken(t *testing.T) {
 	}
 }
 
+// admin.listen and metrics.token are read as written; addresses that
+// cannot share a socket with listen are accepted.
+func TestAdminListenAndMetricsToken(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct{ listen, admin string }{
+		{"127.0.0.1:8080", "127.0.0.1:9090"},
+		{"127.0.0.1:8080", "127.0.0.2:8080"},
+		{"127.0.0.1:0", "127.0.0.1:0"},
+		{":8080", "[::1]:9090"},
+	} {
+		cfg, err := parse(fmt.Appendf(nil, "listen: %q\nadmin: {listen: %q}\nmetrics: {token: env:HOOKGATE_ADMIN_TOKEN}\n",
+			tc.listen, tc.admin), "", lookupTestEnv)
+		if err != nil {
+			t.Errorf("listen %s, admin.listen %s: %v", tc.listen, tc.admin, err)
+			continue
+		}
+		if cfg.Admin.Listen != tc.admin || cfg.Metrics.Token.Value() != testEnv["HOOKGATE_ADMIN_TOKEN"] {
+			t.Errorf("admin.listen %q, metrics.token %q", cfg.Admin.Listen, cfg.Metrics.Token.Value())
+		}
+	}
+}
+
 func TestValidateDestinationInCode(t *testing.T) {
 	t.Parallel()
 	s := Source{Name: "gh", Provider: ProviderGitHub, Secret: NewSecret("s"), Destinations: []Destination{
@@ -862,16 +898,18 @@ func TestPostgresDatabase(t *testing.T) {
 	}
 }
 
-// An admin token of blanks would open the admin API to anyone who sends
-// the same blanks.
+// An admin or metrics token of blanks would open the admin API or
+// /metrics to anyone who sends the same blanks.
 func TestBlankAdminToken(t *testing.T) {
 	t.Parallel()
 	path := filepath.Join(t.TempDir(), "token")
 	if err := os.WriteFile(path, []byte(" \n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	_, err := Parse([]byte("admin:\n  token: file:" + path + "\n"))
-	if !errors.Is(err, ErrSecret) || !strings.Contains(err.Error(), "admin.token") || !strings.Contains(err.Error(), "whitespace only") {
-		t.Errorf("Parse = %v, want admin.token refused as whitespace only", err)
+	for _, field := range []string{"admin", "metrics"} {
+		_, err := Parse([]byte(field + ":\n  token: file:" + path + "\n"))
+		if !errors.Is(err, ErrSecret) || !strings.Contains(err.Error(), field+".token") || !strings.Contains(err.Error(), "whitespace only") {
+			t.Errorf("Parse = %v, want %s.token refused as whitespace only", err, field)
+		}
 	}
 }

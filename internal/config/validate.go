@@ -97,6 +97,13 @@ func (c Config) check() []*FieldError {
 	if err := checkListen(c.Listen); err != nil {
 		add("listen", "%q: %w", c.Listen, err)
 	}
+	if c.Admin.Listen != "" {
+		if err := checkListen(c.Admin.Listen); err != nil {
+			add("admin.listen", "%q: %w", c.Admin.Listen, err)
+		} else if sameAddress(c.Admin.Listen, c.Listen) {
+			add("admin.listen", "%q: the same address as listen; the admin listener needs an address of its own", c.Admin.Listen)
+		}
+	}
 	switch {
 	case c.PostgresURL() != "":
 		if _, err := url.Parse(c.Database); err != nil {
@@ -198,6 +205,20 @@ func checkListen(addr string) error {
 		return errors.New("want a port number 0-65535")
 	}
 	return nil
+}
+
+// sameAddress reports whether the host:port addresses a and b would
+// listen on one socket: the same port (not 0, which picks a free one) on
+// the same host, or on a host and the wildcard (an empty host, 0.0.0.0 or
+// ::), which takes that port on every address.
+func sameAddress(a, b string) bool {
+	ha, pa, _ := net.SplitHostPort(a)
+	hb, pb, _ := net.SplitHostPort(b)
+	if pa != pb || pa == "0" {
+		return false
+	}
+	wildcard := func(h string) bool { return h == "" || h == "0.0.0.0" || h == "::" }
+	return ha == hb || wildcard(ha) || wildcard(hb)
 }
 
 var sourceName = regexp.MustCompile(`^[a-z0-9_-]+$`)
