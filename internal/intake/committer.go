@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/hookgate/hookgate/dedupe"
+	"github.com/hookgate/hookgate/internal/front"
 	"github.com/hookgate/hookgate/internal/inbox"
 )
 
@@ -33,11 +34,15 @@ type CommitterOptions struct {
 	// Committed, when set, is called after each write that stored new
 	// events (the workers' wake-up). It must not block.
 	Committed func()
+	// Front, when set, is the Redis front the nodes share: the first copy
+	// of each event is checked there before the store (see Committer).
+	Front *front.Front
 }
 
 // DuplicateCounter is a store that counts duplicates it did not see: the
-// ones the committer answered from its memory of recent keys, so that the
-// store's duplicate counts (stats, /api/stats) include them. The committer
+// ones the committer answered from its memory of recent keys or from the
+// Redis front, so that the store's duplicate counts (stats, /api/stats)
+// include them. The committer
 // adds them up and hands them over at most once a second, and at Close.
 type DuplicateCounter interface {
 	CountDuplicates(ctx context.Context, bySource map[string]int64) error
@@ -62,12 +67,23 @@ const countEvery = time.Second
 // digests and keys it keeps (a replay, a duplicate, or new if the first
 // write failed). Joining is not enough for it: its own digest must be
 // written, or a later replay of it would pass.
+//
+// With a Redis front, the first copy of each event of a request without a
+// digest is claimed in Redis before it is queued: one that Redis knows as
+// stored is a duplicate and one that another node is writing is in flight
+// (409), both without the store; the others go to the store, which
+// decides as without a front, and what it decided is then committed in
+// Redis (or the claims released when the write failed). Redis is never the
+// only line: a flushed or failed Redis sends events to the store, whose
+// unique key still decides.
 type Committer struct {
 	store     Acceptor
 	maxBatch  int
 	recent    *recent
 	now       func() time.Time
 	committed func()
+	front     *front.Front
+	settling  sync.WaitGroup  // front commits and releases in flight
 	queue     chan []*pending // one request's new events each
 	stop      chan struct{}
 	done      chan struct{}
@@ -107,6 +123,9 @@ type pending struct {
 	outcome inbox.Outcome
 	err     error
 	done    chan struct{}
+	// lease is the front's claim on the event's key, when it has one.
+	lease   dedupe.Lease
+	claimed bool
 }
 
 // NewCommitter starts a committer writing to store. Close stops it.
@@ -120,6 +139,7 @@ func NewCommitter(store Acceptor, opts CommitterOptions) *Committer {
 		maxBatch:   maxBatch,
 		now:        opts.Now,
 		committed:  opts.Committed,
+		front:      opts.Front,
 		queue:      make(chan []*pending, maxBatch),
 		stop:       make(chan struct{}),
 		done:       make(chan struct{}),
@@ -144,7 +164,7 @@ func NewCommitter(store Acceptor, opts CommitterOptions) *Committer {
 		c.writers.Go(c.run)
 	}
 	counter, _ := store.(DuplicateCounter)
-	if counter != nil && c.recent != nil {
+	if counter != nil && (c.recent != nil || c.front != nil) {
 		c.writers.Go(func() { c.countRemembered(counter) })
 	}
 	go func() {
@@ -276,6 +296,9 @@ func (c *Committer) Submit(ctx context.Context, items []inbox.Item) (outs []inbo
 	}
 	c.mu.Unlock()
 
+	if c.front != nil && !guarded && len(fresh) > 0 {
+		fresh = c.checkFront(ctx, fresh)
+	}
 	if len(fresh) > 0 {
 		select {
 		case c.queue <- fresh:
@@ -297,6 +320,79 @@ func (c *Committer) Submit(ctx context.Context, items []inbox.Item) (outs []inbo
 		}
 	}
 	return outs, errs, nil
+}
+
+// checkFront claims the keys of ps, first copies not yet queued, in the
+// Redis front. It decides the ones Redis knows (stored: duplicate; being
+// written by another node: in flight) and returns the rest, for the store,
+// with their claims.
+func (c *Committer) checkFront(ctx context.Context, ps []*pending) []*pending {
+	hashes := make([]dedupe.Hash, len(ps))
+	for i, p := range ps {
+		hashes[i] = p.item.Event.Hash
+	}
+	answers := c.front.Check(ctx, hashes)
+	var rest, decided []*pending
+	for i, p := range ps {
+		a := answers[i]
+		switch a.Verdict {
+		case front.Duplicate:
+			p.outcome = inbox.Outcome{Status: dedupe.Duplicate, FirstSeen: a.FirstSeen, Expires: a.Expires}
+			decided = append(decided, p)
+		case front.InFlightElsewhere:
+			p.outcome = inbox.Outcome{Status: dedupe.InFlight, FirstSeen: a.FirstSeen, Expires: a.Expires}
+			decided = append(decided, p)
+		case front.Claimed:
+			p.lease, p.claimed = a.Lease, true
+			rest = append(rest, p)
+		default:
+			rest = append(rest, p)
+		}
+	}
+	if len(decided) == 0 {
+		return rest
+	}
+	c.forget(decided)
+	c.mu.Lock()
+	for _, p := range decided {
+		if p.outcome.Status == dedupe.Duplicate {
+			c.remembered[p.item.Event.Source]++
+		}
+	}
+	c.mu.Unlock()
+	for _, p := range decided {
+		if c.recent != nil && p.outcome.Status == dedupe.Duplicate {
+			c.recent.add(p.item.Event.Hash, p.outcome.FirstSeen, p.outcome.Expires)
+		}
+		close(p.done)
+	}
+	return rest
+}
+
+// settleFront tells the front what the store decided about batch (err: its
+// write failed): the events it stored or found duplicate are committed in
+// Redis with the store's times, so the next copy is answered there; the
+// claims of a failed write, or of events another writer holds, are
+// released. It runs after the answers, off the writer, and its errors need
+// no handling: the store still decides the next copy.
+func (c *Committer) settleFront(batch []*pending, outs []inbox.Outcome, err error) {
+	var (
+		commits []front.Committed
+		leases  []dedupe.Lease
+	)
+	for i, p := range batch {
+		switch {
+		case err == nil && outs[i].Status != dedupe.InFlight:
+			commits = append(commits, front.Committed{Hash: p.item.Event.Hash, FirstSeen: outs[i].FirstSeen, Expires: outs[i].Expires})
+		case p.claimed:
+			leases = append(leases, p.lease)
+		}
+	}
+	c.settling.Go(func() {
+		ctx := context.Background()
+		c.front.Commit(ctx, commits...)
+		c.front.Release(ctx, leases...)
+	})
 }
 
 // blockers returns what a guarded request with digest and items must wait
@@ -420,6 +516,9 @@ func (c *Committer) write(batch []*pending) {
 		}
 		close(p.done)
 	}
+	if c.front != nil {
+		c.settleFront(batch, outs, err)
+	}
 }
 
 // Close stops taking new events, writes every event already submitted and
@@ -436,4 +535,5 @@ func (c *Committer) Close() {
 	c.wg.Wait()
 	close(c.stop)
 	<-c.done
+	c.settling.Wait()
 }
