@@ -3,11 +3,9 @@ package redis_test
 import (
 	"fmt"
 	"testing"
-	"time"
 
 	"github.com/hookgate/hookgate/dedupe"
 	"github.com/hookgate/hookgate/dedupe/redis"
-	"github.com/hookgate/hookgate/dedupe/redis/redistest"
 )
 
 // prefill is how many committed keys the benchmark's prefix holds before
@@ -19,11 +17,7 @@ const prefill = 20_000
 // prefix holds prefill committed keys.
 func benchStore(b *testing.B) *redis.Store {
 	b.Helper()
-	client, prefix := redistest.New(b)
-	s, err := redis.New(client, redis.Options{Prefix: prefix, Timeout: 5 * time.Second})
-	if err != nil {
-		b.Fatal(err)
-	}
+	s := setup(b)
 	const chunk = 1000
 	for next := -prefill; next < 0; next += chunk {
 		claimCommit(b, s, next, chunk)

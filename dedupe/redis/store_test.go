@@ -52,7 +52,7 @@ func TestConformanceRedisClock(t *testing.T) {
 }
 
 // setup returns a store on Redis's clock with a prefix of its own.
-func setup(t *testing.T) *redis.Store {
+func setup(t testing.TB) *redis.Store {
 	t.Helper()
 	client, prefix := redistest.New(t)
 	s, err := redis.New(client, redis.Options{Prefix: prefix, Timeout: 5 * time.Second})

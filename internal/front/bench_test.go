@@ -16,10 +16,7 @@ func BenchmarkCheckDuplicate(b *testing.B) {
 	for _, batch := range []int{1, 100} {
 		b.Run(fmt.Sprintf("batch%d", batch), func(b *testing.B) {
 			client, prefix := redistest.New(b)
-			f, err := New(client, Options{Prefix: prefix, Timeout: 5 * time.Second})
-			if err != nil {
-				b.Fatal(err)
-			}
+			f := node(b, client, prefix)
 			ctx := b.Context()
 			now := time.Now()
 			hs := make([]dedupe.Hash, stored)

@@ -34,7 +34,7 @@ func hash(i int) dedupe.Hash {
 
 // node returns a front on the test server under prefix, as one gateway
 // node runs it, with a timeout generous enough for a loaded machine.
-func node(t *testing.T, client *goredis.Client, prefix string) *Front {
+func node(t testing.TB, client *goredis.Client, prefix string) *Front {
 	t.Helper()
 	f, err := New(client, Options{Prefix: prefix, Timeout: 5 * time.Second})
 	if err != nil {
@@ -349,6 +349,14 @@ func outageFront(t *testing.T, addr, prefix string, clock *dedupetest.Clock) (*F
 	return f, logs
 }
 
+// wantLogged checks that logs hold want lines of msg.
+func wantLogged(t *testing.T, logs *bytes.Buffer, msg string, want int) {
+	t.Helper()
+	if n := strings.Count(logs.String(), msg); n != want {
+		t.Errorf("%q logged %d times, want %d:\n%s", msg, n, want, logs)
+	}
+}
+
 // checkBounded runs f.Check and fails the test if it does not return
 // within a bound far beyond the front's timeout.
 func checkBounded(t *testing.T, f *Front, hs ...dedupe.Hash) []Answer {
@@ -398,9 +406,7 @@ func TestOutage(t *testing.T) {
 	if got := testutil.ToFloat64(f.up); got != 0 {
 		t.Errorf("up = %v during the outage", got)
 	}
-	if n := strings.Count(logs.String(), "redis front unavailable"); n != 1 {
-		t.Errorf("outage logged %d times, want once:\n%s", n, logs)
-	}
+	wantLogged(t, logs, "redis front unavailable", 1)
 
 	p.silent.Store(false)
 	p.cut()
@@ -408,9 +414,7 @@ func TestOutage(t *testing.T) {
 	if got := testutil.ToFloat64(f.up); got != 1 {
 		t.Errorf("up = %v after Redis answered", got)
 	}
-	if n := strings.Count(logs.String(), "redis front answers again"); n != 1 {
-		t.Errorf("recovery logged %d times, want once:\n%s", n, logs)
-	}
+	wantLogged(t, logs, "redis front answers again", 1)
 }
 
 // TestRefused: a Redis that refuses connections makes every answer
@@ -422,9 +426,7 @@ func TestRefused(t *testing.T) {
 	if got := testutil.ToFloat64(f.failures); got != 1 {
 		t.Errorf("failures = %v, want 1", got)
 	}
-	if n := strings.Count(logs.String(), "redis front unavailable"); n != 1 {
-		t.Errorf("outage logged %d times, want once:\n%s", n, logs)
-	}
+	wantLogged(t, logs, "redis front unavailable", 1)
 }
 
 // TestCallerGaveUp: a request whose context ended gets Unknown, and that
