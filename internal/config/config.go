@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
@@ -91,12 +92,14 @@ const (
 	OnAll = "all"
 )
 
-// What to do with a new event when the dedupe front store fails.
+// What intake does with a new event when the database cannot be reached.
 const (
-	// OnStoreErrorReject answers 503 so the sender retries (the default).
+	// OnStoreErrorReject answers 503 with Retry-After so the sender
+	// retries (the default).
 	OnStoreErrorReject = "reject"
-	// OnStoreErrorAccept stores the event, marked unverified for reconciliation.
-	OnStoreErrorAccept = "accept"
+	// OnStoreErrorSpool accepts it into the node's local spool
+	// (dedupe.spool), which drains into the database when it answers.
+	OnStoreErrorSpool = "spool"
 )
 
 // The providers a source can name.
@@ -172,8 +175,14 @@ type Limits struct {
 type Dedupe struct {
 	// Window is how long a key is kept unless its source sets its own.
 	Window Duration `yaml:"window"`
-	// OnStoreError is [OnStoreErrorReject] or [OnStoreErrorAccept].
+	// OnStoreError is [OnStoreErrorReject] or [OnStoreErrorSpool].
 	OnStoreError string `yaml:"on_store_error"`
+	// Spool is the file of the node's spool: required with
+	// on_store_error: spool, on a local disk of the node.
+	Spool string `yaml:"spool,omitempty"`
+	// Front is the URL of the Redis front the nodes share
+	// (redis://host:port/db or rediss://...); empty: none.
+	Front string `yaml:"front,omitempty"`
 }
 
 // Source is one configured sender.
@@ -551,8 +560,11 @@ func (c Config) SQLitePath() string {
 }
 
 // Redacted returns the configuration as YAML with every secret written as
-// "****", for `hookgate check-config`.
+// "****", and the password of every URL as "xxxxx", for
+// `hookgate check-config`.
 func (c Config) Redacted() ([]byte, error) {
+	c.Database = redactPassword(c.Database)
+	c.Dedupe.Front = redactPassword(c.Dedupe.Front)
 	var buf bytes.Buffer
 	enc := yaml.NewEncoder(&buf)
 	enc.SetIndent(2)
@@ -563,4 +575,14 @@ func (c Config) Redacted() ([]byte, error) {
 		return nil, fmt.Errorf("config: %w", err)
 	}
 	return buf.Bytes(), nil
+}
+
+// redactPassword writes the password of the URL s, if it has one, as
+// "xxxxx" (url.URL.Redacted); anything else is returned as it is.
+func redactPassword(s string) string {
+	u, err := url.Parse(s)
+	if err != nil {
+		return s
+	}
+	return u.Redacted()
 }

@@ -88,6 +88,33 @@ func TestParseGolden(t *testing.T) {
 	}
 }
 
+// URL passwords (the database's, the Redis front's) never reach
+// check-config's output.
+func TestRedactedURLPasswords(t *testing.T) {
+	t.Parallel()
+	cfg, err := parse([]byte("database: postgres://hookgate:pg-pass-1@db.internal/hookgate\ndedupe:\n  front: redis://:redis-pass-2@cache:6379/0\n"), "", lookupTestEnv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := cfg.Redacted()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, secret := range []string{"pg-pass-1", "redis-pass-2"} {
+		if bytes.Contains(out, []byte(secret)) {
+			t.Errorf("check-config output holds the password %q:\n%s", secret, out)
+		}
+	}
+	for _, kept := range []string{"postgres://hookgate:xxxxx@db.internal/hookgate", "redis://:xxxxx@cache:6379/0"} {
+		if !bytes.Contains(out, []byte(kept)) {
+			t.Errorf("check-config output lacks %q:\n%s", kept, out)
+		}
+	}
+	if cfg.Database != "postgres://hookgate:pg-pass-1@db.internal/hookgate" {
+		t.Errorf("Redacted changed the configuration: %q", cfg.Database)
+	}
+}
+
 func TestParseDefaults(t *testing.T) {
 	t.Parallel()
 	cfg, err := parse([]byte("sources:\n  - {name: a, provider: stripe, secret: env:STRIPE_WEBHOOK_SECRET}\n"), "", lookupTestEnv)
@@ -241,7 +268,11 @@ func TestParseErrors(t *testing.T) {
 		{"negative source window", src("    provider: github\n    secret: env:GITHUB_SECRET\n    window: -5m\n"),
 			[]string{"sources[0].window: -5m: must not be negative"}, ErrInvalid},
 		{"bad on_store_error", "dedupe:\n  on_store_error: retry\n",
-			[]string{"dedupe.on_store_error: \"retry\": want reject or accept"}, ErrInvalid},
+			[]string{"dedupe.on_store_error: \"retry\": want reject or spool"}, ErrInvalid},
+		{"spool without a file", "dedupe:\n  on_store_error: spool\n",
+			[]string{"dedupe.spool: required with on_store_error: spool"}, ErrInvalid},
+		{"front not redis", "dedupe:\n  front: http://127.0.0.1:6379\n",
+			[]string{"dedupe.front: want a Redis URL"}, ErrInvalid},
 		{"bad postgres URL", "database: \"postgres://u:s3cret@host:port/x\"\n",
 			[]string{"line 1: database: not a valid PostgreSQL URL: invalid port"}, ErrInvalid},
 		{"unknown database", "database: mysql://localhost\n",

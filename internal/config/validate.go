@@ -129,8 +129,19 @@ func (c Config) check() []*FieldError {
 	if c.Dedupe.Window <= 0 {
 		add("dedupe.window", "%s: must be positive", c.Dedupe.Window)
 	}
-	if c.Dedupe.OnStoreError != OnStoreErrorReject && c.Dedupe.OnStoreError != OnStoreErrorAccept {
-		add("dedupe.on_store_error", "%q: want reject or accept", c.Dedupe.OnStoreError)
+	switch c.Dedupe.OnStoreError {
+	case OnStoreErrorReject:
+	case OnStoreErrorSpool:
+		if strings.TrimSpace(c.Dedupe.Spool) == "" {
+			add("dedupe.spool", "required with on_store_error: spool: a file on the node's local disk, e.g. /var/lib/hookgate/spool.db")
+		}
+	default:
+		add("dedupe.on_store_error", "%q: want reject or spool", c.Dedupe.OnStoreError)
+	}
+	if f := c.Dedupe.Front; f != "" {
+		if u, err := url.Parse(f); err != nil || (u.Scheme != "redis" && u.Scheme != "rediss") || u.Host == "" {
+			add("dedupe.front", "want a Redis URL, redis://host:port/db or rediss://... (the value is not shown: it may hold a password)")
+		}
 	}
 	if c.Workers < 1 {
 		add("workers", "%d: want at least 1", c.Workers)
