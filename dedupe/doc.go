@@ -19,6 +19,9 @@
 // release the new owner's claim ([ErrLeaseLost]).
 //
 // [Middleware] applies the protocol around a synchronous net/http handler.
-// Stores live in sub-packages (memory, sqlite); dedupetest holds the
-// conformance suite every store passes.
+// Stores live in sub-packages: memory (one process, tests), sqlite (one
+// machine, durable), postgres (several nodes on one database, durable) and
+// redis (several nodes, expiring keys; a front for a durable store rather
+// than the only record). dedupetest holds the conformance suite every
+// store passes.
 package dedupe
