@@ -63,13 +63,14 @@ func New(opts Options) (http.Handler, error) {
 	mux.Handle("/", a.route("", func(_ http.ResponseWriter, r *http.Request) error {
 		return &httpError{code: http.StatusNotFound, msg: "no such route: " + r.URL.Path}
 	}))
-	return requireToken(opts.Token, mux), nil
+	return RequireToken(opts.Token, mux), nil
 }
 
-// requireToken answers 401 to every request without "Bearer token". The
-// tokens are compared as SHA-256 digests in constant time, so neither the
-// content nor the length of the token leaks through timing.
-func requireToken(token string, next http.Handler) http.Handler {
+// RequireToken answers 401 to every request without "Authorization:
+// Bearer token" and passes the others to next. The tokens are compared as
+// SHA-256 digests in constant time, so neither the content nor the length
+// of the token leaks through timing.
+func RequireToken(token string, next http.Handler) http.Handler {
 	want := sha256.Sum256([]byte(token))
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		scheme, got, ok := strings.Cut(r.Header.Get("Authorization"), " ")

@@ -34,12 +34,16 @@ type limitListener struct {
 	open      atomic.Int64
 	lingering atomic.Int64
 	busy      []byte
+	// turnedAway is called for each connection answered 503.
+	turnedAway func()
 }
 
-func newLimitListener(ln net.Listener, max int) *limitListener {
+// newLimitListener keeps at most max connections of ln open and calls
+// turnedAway for each connection it answers 503.
+func newLimitListener(ln net.Listener, max int, turnedAway func()) *limitListener {
 	retry := strconv.Itoa(int(busyRetryAfter / time.Second))
 	body := "too many connections, retry later\n"
-	return &limitListener{Listener: ln, max: int64(max), busy: []byte("HTTP/1.1 503 Service Unavailable\r\n" +
+	return &limitListener{Listener: ln, max: int64(max), turnedAway: turnedAway, busy: []byte("HTTP/1.1 503 Service Unavailable\r\n" +
 		"Retry-After: " + retry + "\r\nContent-Type: text/plain; charset=utf-8\r\n" +
 		"Content-Length: " + strconv.Itoa(len(body)) + "\r\nConnection: close\r\n\r\n" + body)}
 }
@@ -56,6 +60,7 @@ func (l *limitListener) Accept() (net.Conn, error) {
 			return &limitConn{Conn: c, release: func() { l.open.Add(-1) }}, nil
 		}
 		l.open.Add(-1)
+		l.turnedAway()
 		l.turnAway(c)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -102,6 +103,31 @@ func TestConnectionLimit(t *testing.T) {
 			t.Fatalf("connection %d: %q, want 200 (a slot leaked)", i, status)
 		}
 	}
+	// Each connection turned away is counted under its reason.
+	_, body := getPath(t, "http://"+addr+"/metrics", "")
+	if n := busyCount(t, body, "connections"); n < 1 {
+		t.Errorf("hookgate_busy_total{reason=\"connections\"} = %v, want at least the one 503", n)
+	}
+	if n := busyCount(t, body, "pending_body"); n != 0 {
+		t.Errorf("hookgate_busy_total{reason=\"pending_body\"} = %v, want 0", n)
+	}
+}
+
+// busyCount reads hookgate_busy_total{reason} from a scrape.
+func busyCount(t *testing.T, scrape, reason string) float64 {
+	t.Helper()
+	prefix := `hookgate_busy_total{reason="` + reason + `"} `
+	for line := range strings.Lines(scrape) {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), prefix); ok {
+			n, err := strconv.ParseFloat(v, 64)
+			if err != nil {
+				t.Fatalf("%q: %v", line, err)
+			}
+			return n
+		}
+	}
+	t.Fatalf("no %s in the scrape", prefix)
+	return 0
 }
 
 // A Salesforce source without a token is open to anyone who knows the

@@ -45,6 +45,10 @@ type Options struct {
 	// and wait in the inbox for a server that processes (while the
 	// application is down for maintenance, say). The sweep still runs.
 	IntakeOnly bool
+	// AdminListener, when the configuration sets admin.listen, is the
+	// listener Serve serves the operator's routes on; nil makes Serve
+	// listen on admin.listen itself.
+	AdminListener net.Listener
 }
 
 // Server is a configured gateway.
@@ -58,12 +62,17 @@ type Server struct {
 	pool      *worker.Pool
 	process   bool
 	metrics   *metrics.Metrics
-	handler   http.Handler
+	// handler serves the public listener; admin the operator's routes,
+	// on the public listener too unless admin.listen is set.
+	handler       http.Handler
+	admin         *http.ServeMux
+	adminListener net.Listener
 }
 
 // New builds a gateway from cfg.
 func New(cfg config.Config, opts Options) (*Server, error) {
-	s := &Server{cfg: cfg, store: opts.Store, log: opts.Logger, now: opts.Now, metrics: metrics.New(), process: !opts.IntakeOnly}
+	s := &Server{cfg: cfg, store: opts.Store, log: opts.Logger, now: opts.Now, metrics: metrics.New(), process: !opts.IntakeOnly,
+		adminListener: opts.AdminListener}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
@@ -102,28 +111,54 @@ func New(cfg config.Config, opts Options) (*Server, error) {
 		return nil, err
 	}
 	s.committer = intake.NewCommitter(s.store, intake.CommitterOptions{Now: opts.Now, Committed: s.pool.Notify})
-	mux := http.NewServeMux()
-	mux.Handle("/", intake.NewHandler(intake.Options{
+	in := intake.NewHandler(intake.Options{
 		Sources:   s.sources,
 		Committer: s.committer,
 		MaxBody:   int64(cfg.MaxBody),
 		// Zero (a configuration built in code) takes the intake default.
 		MaxPendingBody: int64(cfg.Limits.MaxPendingBody),
-		Ready:          s.store.Ping,
+		Ready:          s.ready,
 		Logger:         s.log,
 		Metrics:        s.metrics,
-	}))
-	mux.Handle("GET /metrics", s.metrics.Handler())
+	})
+	s.admin = http.NewServeMux()
+	var m http.Handler = s.metrics.Handler()
+	if token := cfg.Metrics.Token.Value(); token != "" {
+		m = admin.RequireToken(token, m)
+	}
+	s.admin.Handle("GET /metrics", m)
 	if token := cfg.Admin.Token.Value(); token != "" {
 		api, err := admin.New(admin.Options{Store: s.store, Token: token, Logger: s.log})
 		if err != nil {
 			s.committer.Close()
 			return nil, err
 		}
-		mux.Handle("/api/", api)
+		s.admin.Handle("/api/", api)
 	}
-	s.handler = mux
+	// Probes may ask either listener.
+	s.admin.Handle("GET /healthz", in)
+	s.admin.Handle("GET /readyz", in)
+	if cfg.Admin.Listen == "" {
+		// The operator's routes share the public listener: the intake
+		// paths go to intake, every other path to the admin mux.
+		mux := http.NewServeMux()
+		mux.Handle("/in/", in)
+		mux.Handle("/", s.admin)
+		s.handler = mux
+	} else {
+		s.handler = in
+	}
 	return s, nil
+}
+
+// ready is what /readyz checks: the last write to the store succeeded (a
+// store that answers reads while every write fails, a full disk or a
+// read-only file, is not ready) and the store answers now.
+func (s *Server) ready(ctx context.Context) error {
+	if err := s.committer.WriteErr(); err != nil {
+		return fmt.Errorf("the last write to the store failed: %w", err)
+	}
+	return s.store.Ping(ctx)
 }
 
 // workerSources turns the configured sources into what workers need:
@@ -244,44 +279,76 @@ func (s *Server) leads(ctx context.Context) bool {
 // Sources are the configured sources, in configuration order.
 func (s *Server) Sources() []*source.Source { return s.sources }
 
-// Handler serves every HTTP route of the gateway.
+// Handler serves the public listener: intake, /healthz and /readyz, and,
+// unless admin.listen is set, the operator's routes ([Server.Admin]).
 func (s *Server) Handler() http.Handler { return s.handler }
+
+// Admin is the mux of the operator's routes: /api/ (with admin.token),
+// /metrics, /healthz and /readyz. A handler mounted on it (before Serve)
+// is served where they are: on admin.listen when it is set, else on the
+// public listener, for every path intake does not take (/in/).
+func (s *Server) Admin() *http.ServeMux { return s.admin }
 
 // Serve serves HTTP on ln and runs the background work until ctx ends,
 // then shuts down gracefully: it stops accepting, answers the requests in
 // flight (their events are written first), and lets the workers finish
 // their batches.
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
+	adminLn := s.adminListener
+	if adminLn == nil && s.cfg.Admin.Listen != "" {
+		var err error
+		if adminLn, err = net.Listen("tcp", s.cfg.Admin.Listen); err != nil {
+			ln.Close()
+			s.Close()
+			return fmt.Errorf("admin.listen: %w", err)
+		}
+	}
 	workCtx, stopWork := context.WithCancel(context.Background())
 	worked := make(chan error, 1)
 	go func() { worked <- s.Run(workCtx) }()
-	srv := &http.Server{
-		Handler:           s.handler,
-		ReadHeaderTimeout: 10 * time.Second,
-		ReadTimeout:       time.Minute,
-		IdleTimeout:       2 * time.Minute,
-		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
-	}
 	maxConns := s.cfg.Limits.MaxConnections
 	if maxConns <= 0 {
 		maxConns = config.DefaultMaxConnections
 	}
-	served := make(chan error, 1)
-	go func() { served <- srv.Serve(newLimitListener(ln, maxConns)) }()
+	busy := s.metrics.Busy.WithLabelValues(metrics.BusyConnections)
+	servers := []*http.Server{s.httpServer(s.handler)}
+	listeners := []net.Listener{newLimitListener(ln, maxConns, busy.Inc)}
+	if adminLn != nil {
+		s.log.Info("admin listening", "addr", adminLn.Addr().String())
+		servers = append(servers, s.httpServer(s.admin))
+		listeners = append(listeners, adminLn)
+	}
+	served := make(chan error, len(servers))
+	for i, srv := range servers {
+		go func() { served <- srv.Serve(listeners[i]) }()
+	}
 	var err error
 	select {
 	case err = <-served:
 	case <-ctx.Done():
 		s.log.Info("shutting down")
-		sctx, cancel := context.WithTimeout(context.Background(), ShutdownGrace)
-		err = srv.Shutdown(sctx)
-		cancel()
 	}
-	s.Close()
-	stopWork()
-	werr := <-worked
 	if errors.Is(err, http.ErrServerClosed) {
 		err = nil
 	}
-	return errors.Join(err, werr)
+	// Either listener failing, or ctx ending, stops both.
+	sctx, cancel := context.WithTimeout(context.Background(), ShutdownGrace)
+	for _, srv := range servers {
+		err = errors.Join(err, srv.Shutdown(sctx))
+	}
+	cancel()
+	s.Close()
+	stopWork()
+	return errors.Join(err, <-worked)
+}
+
+// httpServer is the HTTP server of one listener.
+func (s *Server) httpServer(h http.Handler) *http.Server {
+	return &http.Server{
+		Handler:           h,
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       time.Minute,
+		IdleTimeout:       2 * time.Minute,
+		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
+	}
 }
