@@ -7,11 +7,19 @@
 #   hookgate  `hookgate serve --process=false` with the config below (group commit;
 #             intake only: the workers would compete for the same two cores, and
 #             bench/process.sh measures processing)
+#   hookgate-process  default `hookgate serve` (processing on, no destinations):
+#             the workers lease and finish every event while intake runs
+#   hookgate-base     `$BASE_BIN serve --process=false`: another build of hookgate
+#             (e.g. main before a change), for a before/after ratio in one run
 #
 # Usage (from anywhere):  bench/run.sh
 #   DURATION=10s  measured time per loadgen run     WARMUP=2s  unmeasured load first
 #   CONNS=64      concurrent keep-alive connections DUP=0.2    share of redeliveries
 #   SIZE=512      body bytes                        SERVERS="bare naive hookgate"
+#   ROUNDS=1      times the SERVERS list runs, in turn; with more than one, each
+#                 run's label ends in .rN and the ratios are printed per round
+#   BASE_BIN=     the hookgate binary hookgate-base runs, built elsewhere:
+#                 git worktree add /tmp/base COMMIT && (cd /tmp/base && go build -o /tmp/hookgate-base ./cmd/hookgate)
 #
 # It builds loadgen, bare, naive and ./cmd/hookgate into bench/out/, then for
 # each server in turn: start it on a free port (port 0; the server announces
@@ -34,6 +42,8 @@ CONNS=${CONNS:-64}
 DUP=${DUP:-0.2}
 SIZE=${SIZE:-512}
 SERVERS=${SERVERS:-bare naive hookgate}
+ROUNDS=${ROUNDS:-1}
+BASE_BIN=${BASE_BIN:-}
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 # shellcheck source=bench/lib.sh
@@ -108,23 +118,19 @@ go build -o "$OUT/naive" ./bench/naive
 if [[ " $SERVERS " == *" hookgate "* ]]; then
 	go build -o "$OUT/hookgate" ./cmd/hookgate
 fi
-echo "load: -c $CONNS -d $DURATION -warmup $WARMUP -dup $DUP -size $SIZE"
+if [[ " $SERVERS " == *" hookgate-base "* && ! -x $BASE_BIN ]]; then
+	echo "hookgate-base needs BASE_BIN, the path of another hookgate binary" >&2
+	exit 2
+fi
+echo "load: -c $CONNS -d $DURATION -warmup $WARMUP -dup $DUP -size $SIZE, $ROUNDS round(s)"
 
-for server in $SERVERS; do
-	case $server in
-	bare)
-		start_server bare "$OUT/bare" -listen 127.0.0.1:0
-		load bare -dup "$DUP"
-		stop_server bare
-		;;
-	naive)
-		start_server naive "$OUT/naive" -listen 127.0.0.1:0 -db "$TMP/naive.db"
-		load naive -dup "$DUP"
-		replay naive
-		stop_server naive
-		;;
-	hookgate)
-		cat >"$TMP/hookgate.yaml" <<EOF
+# hookgate_run RUN BIN ARGS...: serves with BIN on a fresh database and
+# loads it as RUN; ARGS go to serve.
+hookgate_run() {
+	local run=$1 bin=$2
+	shift 2
+	rm -f "$TMP"/hookgate.db*
+	cat >"$TMP/hookgate.yaml" <<EOF
 listen: 127.0.0.1:0
 database: sqlite:$TMP/hookgate.db
 sources:
@@ -132,16 +138,48 @@ sources:
     provider: standard
     secret: env:BENCH_SECRET
 EOF
-		start_server hookgate "$OUT/hookgate" serve --config "$TMP/hookgate.yaml" --log-level warn --process=false
-		load hookgate -dup "$DUP"
-		replay hookgate
-		stop_server hookgate
-		;;
-	*)
-		echo "unknown server $server in SERVERS (want bare, naive, hookgate)" >&2
-		exit 2
-		;;
-	esac
+	start_server "$run" "$bin" serve --config "$TMP/hookgate.yaml" --log-level warn "$@"
+	load "$run" -dup "$DUP"
+}
+
+for round in $(seq "$ROUNDS"); do
+	sfx=
+	if ((ROUNDS > 1)); then
+		sfx=.r$round
+	fi
+	for server in $SERVERS; do
+		case $server in
+		bare)
+			start_server bare "$OUT/bare" -listen 127.0.0.1:0
+			load "bare$sfx" -dup "$DUP"
+			stop_server bare
+			;;
+		naive)
+			rm -f "$TMP"/naive.db*
+			start_server naive "$OUT/naive" -listen 127.0.0.1:0 -db "$TMP/naive.db"
+			load "naive$sfx" -dup "$DUP"
+			replay "naive$sfx"
+			stop_server naive
+			;;
+		hookgate)
+			hookgate_run "hookgate$sfx" "$OUT/hookgate" --process=false
+			replay "hookgate$sfx"
+			stop_server hookgate
+			;;
+		hookgate-process)
+			hookgate_run "hookgate-process$sfx" "$OUT/hookgate"
+			stop_server hookgate-process
+			;;
+		hookgate-base)
+			hookgate_run "hookgate-base$sfx" "$BASE_BIN" --process=false
+			stop_server hookgate-base
+			;;
+		*)
+			echo "unknown server $server in SERVERS (want bare, naive, hookgate, hookgate-process, hookgate-base)" >&2
+			exit 2
+			;;
+		esac
+	done
 done
 
 echo
@@ -169,7 +207,19 @@ ratio() {
 
 echo
 echo "ratios"
-ratio "accepted/s hookgate / naive" hookgate accepted_per_s naive accepted_per_s
+for round in $(seq "$ROUNDS"); do
+	sfx=
+	if ((ROUNDS > 1)); then
+		sfx=.r$round
+		echo "round $round"
+	fi
+	ratio "accepted/s hookgate / hookgate-base" "hookgate$sfx" accepted_per_s "hookgate-base$sfx" accepted_per_s ">= 1.3"
+	ratio "accepted/s hookgate-process / hookgate" "hookgate-process$sfx" accepted_per_s "hookgate$sfx" accepted_per_s ">= 0.80"
+	ratio "p99 hookgate / hookgate-base" "hookgate$sfx" p99_ms "hookgate-base$sfx" p99_ms
+	if ((ROUNDS > 1)); then
+		continue
+	fi
+	ratio "accepted/s hookgate / naive" hookgate accepted_per_s naive accepted_per_s
 ratio "accepted/s hookgate / bare req/s" hookgate accepted_per_s bare req_per_s
 ratio "duplicates/s hookgate / naive (mixed run)" hookgate duplicates_per_s naive duplicates_per_s
 ratio "duplicates/s hookgate-replay / bare req/s" hookgate-replay duplicates_per_s bare req_per_s ">= 0.70"
@@ -177,3 +227,4 @@ ratio "duplicates/s hookgate-replay / naive-replay" hookgate-replay duplicates_p
 ratio "p99 hookgate / naive" hookgate p99_ms naive p99_ms
 ratio "p99 hookgate / bare" hookgate p99_ms bare p99_ms
 ratio "p99 hookgate-replay / bare" hookgate-replay p99_ms bare p99_ms
+done

@@ -76,7 +76,7 @@ func newStore(db *sqlitedb.DB, opts Options) (*Store, error) {
 	if err := db.Migrate(context.Background(), sqlitedb.KeyTable, sqlitedb.KeySteps); err != nil {
 		return nil, fmt.Errorf("dedupe/sqlite: %w: %w", dedupe.ErrUnavailable, err)
 	}
-	return &Store{db: db, keys: sqlitedb.Keys{Now: now}}, nil
+	return &Store{db: db, keys: db.Keys(now)}, nil
 }
 
 // Close closes the database if the store was made by [Open]; a store made

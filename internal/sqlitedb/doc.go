@@ -1,8 +1,9 @@
 // Package sqlitedb is the SQLite database that hookgate's two SQLite stores
 // share: the public dedupe/sqlite key store and the inbox. It opens the file
 // with the settings durability depends on, gives each process one turn to
-// write, prepares statements once, runs the versioned migrations, and keeps
-// the dedupe_keys table that both stores claim keys in.
+// write, prepares statements once, runs the versioned migrations,
+// checkpoints the write-ahead log in the background, and keeps the
+// dedupe_keys table that both stores claim keys in.
 //
 // # Settings
 //
@@ -21,18 +22,37 @@
 //     read lock cannot be upgraded;
 //   - temp_store=MEMORY, so the statement journal of a many-row statement
 //     stays in memory instead of spilling to a temporary file;
-//   - foreign_keys=ON.
+//   - foreign_keys=ON;
+//   - wal_autocheckpoint=0: a commit never copies the WAL back into the
+//     database file. [DB] does that on a connection of its own instead (see
+//     Checkpoints), so the writer that holds the write turn pays only for its
+//     own fsync.
 //
 // Open reads journal_mode and synchronous back and fails with
 // [ErrNotDurable] if SQLite did not take them. It creates the file 0600
 // first, and SQLite gives the -wal and -shm files the same mode.
+//
+// # Checkpoints
+//
+// A goroutine started by Open runs a PASSIVE checkpoint every
+// [CheckpointInterval]: it copies what it can of the WAL into the database
+// file and fsyncs it while writers go on appending. A passive checkpoint
+// cannot restart the WAL while readers or writers use it, so the file can
+// grow under steady load; once it holds more than [CheckpointTruncatePages]
+// pages the goroutine runs a TRUNCATE checkpoint, which waits for the
+// writers of the moment (on the busy timeout), copies the rest and empties
+// the file. Close runs a last TRUNCATE checkpoint, so a file left by a
+// clean shutdown has an empty WAL.
 //
 // # The write turn
 //
 // Within a process, write transactions queue on a channel ([DB.Lock]) before
 // they take a connection, so waiting goroutines neither hold connections nor
 // poll SQLite's lock; other processes on the same file queue on the busy
-// timeout.
+// timeout. [DB.Write] commits with an fsync; [DB.WriteLazy] commits without
+// waiting for one, for transactions a crash may lose because they are
+// redone and nothing outside has seen them: they become durable with the
+// next fsync'd commit or checkpoint.
 //
 // # Migrations
 //

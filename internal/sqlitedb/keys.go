@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"fmt"
 	"math/rand/v2"
-	"strings"
 	"time"
 
 	"github.com/hookgate/hookgate/dedupe"
@@ -31,20 +30,29 @@ var KeySteps = []Step{
 const KeyTable = "dedupe_keys"
 
 const (
-	// batchLimit is how many keys one statement handles; larger batches
-	// take several statements in the same transaction. It keeps the bound
-	// parameters (four per key) far below SQLite's limit.
-	batchLimit = 256
+	// batchLimit is how many keys Claim handles in one pass (hashes repeated
+	// within a pass are told apart); larger batches take several.
+	batchLimit = MaxRows
 	// SweepLimit is how many expired keys one sweep statement deletes.
 	SweepLimit = 1000
 )
 
 // Keys claims, commits and releases dedupe keys in the dedupe_keys table
-// inside a caller's write transaction.
+// inside a caller's write transaction, with statements prepared once on
+// its database.
 type Keys struct {
-	// Now is the clock of leases and windows.
-	Now func() time.Time
+	db    *DB
+	clock func() time.Time
 }
+
+// Keys returns the dedupe keys of d, with now as the clock of leases and
+// windows.
+func (d *DB) Keys(now func() time.Time) Keys {
+	return Keys{db: d, clock: now}
+}
+
+// Now is the time of the keys' clock.
+func (k Keys) Now() time.Time { return k.clock() }
 
 // held is the row of a key that someone else holds.
 type held struct {
@@ -82,7 +90,7 @@ func (k Keys) Claim(ctx context.Context, tx *sql.Tx, lease time.Duration, commit
 			rs[lo+i].Lease = dedupe.Lease{Hash: h, Token: tok}
 			args = append(args, h[:], int64(tok), now, end)
 		}
-		won, err := upsertClaims(ctx, tx, args, len(first), committed)
+		won, err := k.upsertClaims(ctx, tx, args, committed)
 		if err != nil {
 			return nil, err
 		}
@@ -97,21 +105,21 @@ func (k Keys) Claim(ctx context.Context, tx *sql.Tx, lease time.Duration, commit
 			taken = append(taken, h)
 		}
 		if len(taken) > 0 {
-			keys, err := readHeld(ctx, tx, taken)
+			keys, err := k.readHeld(ctx, tx, taken)
 			if err != nil {
 				return nil, err
 			}
 			for _, h := range taken {
-				k, ok := keys[h]
+				kept, ok := keys[h]
 				if !ok {
 					return nil, fmt.Errorf("key %s neither claimed nor held", h)
 				}
 				r := &rs[lo+first[h]]
 				r.Status = dedupe.InFlight
-				if k.committed {
+				if kept.committed {
 					r.Status = dedupe.Duplicate
 				}
-				r.FirstSeen, r.Expires = unix(k.firstSeen), unix(k.expires)
+				r.FirstSeen, r.Expires = unix(kept.firstSeen), unix(kept.expires)
 			}
 		}
 		// A repeated hash sees the claim its first occurrence took.
@@ -131,30 +139,40 @@ func (k Keys) Claim(ctx context.Context, tx *sql.Tx, lease time.Duration, commit
 	return rs, nil
 }
 
-// upsertClaims writes the n leases in args (hash, token, first seen,
+// upsertClaims writes the leases in args (hash, token, first seen,
 // expires) on the keys that are absent or expired, and returns the token
 // each written key now holds. Placeholders are anonymous: the driver looks
 // up the name of every numbered one as it binds, in time that grows with
 // their count.
-func upsertClaims(ctx context.Context, tx *sql.Tx, args []any, n int, committed bool) (map[dedupe.Hash]dedupe.Token, error) {
+func (k Keys) upsertClaims(ctx context.Context, tx *sql.Tx, args []any, committed bool) (map[dedupe.Hash]dedupe.Token, error) {
 	tuple := "(?, ?, 0, ?, ?)"
 	if committed {
 		tuple = "(?, ?, 1, ?, ?)"
 	}
-	q := "INSERT INTO dedupe_keys (hash, token, committed, first_seen, expires) VALUES " +
-		rows(tuple, n) +
-		" ON CONFLICT (hash) DO UPDATE SET token = excluded.token, committed = excluded.committed," +
-		" first_seen = excluded.first_seen, expires = excluded.expires" +
-		" WHERE dedupe_keys.expires <= excluded.first_seen RETURNING hash, token"
-	won := make(map[dedupe.Hash]dedupe.Token, n)
-	err := queryLeases(ctx, tx, q, args, func(l dedupe.Lease) { won[l.Hash] = l.Token })
-	return won, err
+	won := make(map[dedupe.Hash]dedupe.Token, len(args)/4)
+	for _, n := range Sizes(len(args) / 4) {
+		q := "INSERT INTO dedupe_keys (hash, token, committed, first_seen, expires) VALUES " +
+			Rows(tuple, n) +
+			" ON CONFLICT (hash) DO UPDATE SET token = excluded.token, committed = excluded.committed," +
+			" first_seen = excluded.first_seen, expires = excluded.expires" +
+			" WHERE dedupe_keys.expires <= excluded.first_seen RETURNING hash, token"
+		if err := k.queryLeases(ctx, tx, q, args[:4*n], func(l dedupe.Lease) { won[l.Hash] = l.Token }); err != nil {
+			return nil, err
+		}
+		args = args[4*n:]
+	}
+	return won, nil
 }
 
 // queryLeases runs q, which returns (hash, token) rows, and hands each row
 // to add.
-func queryLeases(ctx context.Context, tx *sql.Tx, q string, args []any, add func(dedupe.Lease)) error {
-	got, err := tx.QueryContext(ctx, q, args...)
+func (k Keys) queryLeases(ctx context.Context, tx *sql.Tx, q string, args []any, add func(dedupe.Lease)) error {
+	st, err := k.db.Stmt(ctx, tx, q)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	got, err := st.QueryContext(ctx, args...)
 	if err != nil {
 		return err
 	}
@@ -177,72 +195,87 @@ func queryLeases(ctx context.Context, tx *sql.Tx, q string, args []any, add func
 }
 
 // readHeld returns the rows of hashes.
-func readHeld(ctx context.Context, tx *sql.Tx, hashes []dedupe.Hash) (map[dedupe.Hash]held, error) {
+func (k Keys) readHeld(ctx context.Context, tx *sql.Tx, hashes []dedupe.Hash) (map[dedupe.Hash]held, error) {
+	keys := make(map[dedupe.Hash]held, len(hashes))
+	for _, n := range Sizes(len(hashes)) {
+		if err := k.readHeldRows(ctx, tx, hashes[:n], keys); err != nil {
+			return nil, err
+		}
+		hashes = hashes[n:]
+	}
+	return keys, nil
+}
+
+// readHeldRows reads the rows of hashes into keys in one statement.
+func (k Keys) readHeldRows(ctx context.Context, tx *sql.Tx, hashes []dedupe.Hash, keys map[dedupe.Hash]held) error {
 	args := make([]any, 0, len(hashes))
 	for _, h := range hashes {
 		args = append(args, h[:])
 	}
-	q := "SELECT hash, token, committed, first_seen, expires FROM dedupe_keys WHERE hash IN (" + rows("?", len(hashes)) + ")"
-	got, err := tx.QueryContext(ctx, q, args...)
+	st, err := k.db.Stmt(ctx, tx, "SELECT hash, token, committed, first_seen, expires FROM dedupe_keys WHERE hash IN ("+Rows("?", len(hashes))+")")
 	if err != nil {
-		return nil, err
+		return err
+	}
+	defer st.Close()
+	got, err := st.QueryContext(ctx, args...)
+	if err != nil {
+		return err
 	}
 	defer got.Close()
-	keys := make(map[dedupe.Hash]held, len(hashes))
 	for got.Next() {
 		var (
 			raw []byte
-			k   held
+			r   held
 		)
-		if err := got.Scan(&raw, &k.token, &k.committed, &k.firstSeen, &k.expires); err != nil {
-			return nil, err
+		if err := got.Scan(&raw, &r.token, &r.committed, &r.firstSeen, &r.expires); err != nil {
+			return err
 		}
 		h, err := toHash(raw)
 		if err != nil {
-			return nil, err
+			return err
 		}
-		keys[h] = k
+		keys[h] = r
 	}
-	return keys, got.Err()
+	return got.Err()
 }
 
 // Commit commits leases in tx. lost reports the first lease that no longer
-// holds its key; err is a database failure.
+// holds its key; err is a database failure. A key committed before keeps
+// its window.
 func (k Keys) Commit(ctx context.Context, tx *sql.Tx, window time.Duration, leases []dedupe.Lease) (lost, err error) {
 	end := After(k.Now().UnixNano(), window)
-	for lo := 0; lo < len(leases); lo += batchLimit {
-		chunk := leases[lo:min(lo+batchLimit, len(leases))]
-		holding, err := updateCommits(ctx, tx, end, chunk)
+	holding := make(map[dedupe.Lease]bool, len(leases))
+	rest := leases
+	for _, n := range Sizes(len(leases)) {
+		q := "UPDATE dedupe_keys SET expires = CASE committed WHEN 1 THEN expires ELSE ? END, committed = 1" +
+			" WHERE (hash, token) IN (VALUES " + Rows("(?, ?)", n) + ") RETURNING hash, token"
+		err := k.queryLeases(ctx, tx, q, appendLeases([]any{end}, rest[:n]), func(l dedupe.Lease) { holding[l] = true })
 		if err != nil {
 			return nil, err
 		}
-		for _, l := range chunk {
-			if !holding[l] && lost == nil {
-				lost = fmt.Errorf("commit %s: %w", l.Hash, dedupe.ErrLeaseLost)
-			}
+		rest = rest[n:]
+	}
+	for _, l := range leases {
+		if !holding[l] {
+			return fmt.Errorf("commit %s: %w", l.Hash, dedupe.ErrLeaseLost), nil
 		}
 	}
-	return lost, nil
-}
-
-// updateCommits marks the keys that leases still hold committed until end
-// and returns those leases. A key committed before keeps its window.
-func updateCommits(ctx context.Context, tx *sql.Tx, end int64, leases []dedupe.Lease) (map[dedupe.Lease]bool, error) {
-	q := "UPDATE dedupe_keys SET expires = CASE committed WHEN 1 THEN expires ELSE ? END, committed = 1" +
-		" WHERE (hash, token) IN (VALUES " + rows("(?, ?)", len(leases)) + ") RETURNING hash, token"
-	holding := make(map[dedupe.Lease]bool, len(leases))
-	err := queryLeases(ctx, tx, q, appendLeases([]any{end}, leases), func(l dedupe.Lease) { holding[l] = true })
-	return holding, err
+	return nil, nil
 }
 
 // Release deletes the uncommitted claims leases still hold.
 func (k Keys) Release(ctx context.Context, tx *sql.Tx, leases []dedupe.Lease) error {
-	for lo := 0; lo < len(leases); lo += batchLimit {
-		chunk := leases[lo:min(lo+batchLimit, len(leases))]
-		q := "DELETE FROM dedupe_keys WHERE committed = 0 AND (hash, token) IN (VALUES " + rows("(?, ?)", len(chunk)) + ")"
-		if _, err := tx.ExecContext(ctx, q, appendLeases(nil, chunk)...); err != nil {
+	for _, n := range Sizes(len(leases)) {
+		st, err := k.db.Stmt(ctx, tx, "DELETE FROM dedupe_keys WHERE committed = 0 AND (hash, token) IN (VALUES "+Rows("(?, ?)", n)+")")
+		if err != nil {
 			return err
 		}
+		_, err = st.ExecContext(ctx, appendLeases(nil, leases[:n])...)
+		st.Close()
+		if err != nil {
+			return err
+		}
+		leases = leases[n:]
 	}
 	return nil
 }
@@ -255,19 +288,6 @@ func SweepKeys(ctx context.Context, tx *sql.Tx, now int64) (int64, error) {
 		return 0, err
 	}
 	return res.RowsAffected()
-}
-
-// rows returns n copies of the row placeholder tuple, comma-separated.
-func rows(tuple string, n int) string {
-	var b strings.Builder
-	b.Grow(n * (len(tuple) + 2))
-	for i := range n {
-		if i > 0 {
-			b.WriteString(", ")
-		}
-		b.WriteString(tuple)
-	}
-	return b.String()
 }
 
 // appendLeases appends each lease's hash and token as statement arguments.

@@ -41,7 +41,7 @@ func TestClaimCommitted(t *testing.T) {
 	}
 	const window = time.Hour
 	clock := dedupetest.NewClock(time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC))
-	k := Keys{Now: clock.Now}
+	k := db.Keys(clock.Now)
 	ctx := t.Context()
 	tx, err := db.BeginTx(ctx, nil)
 	if err != nil {

@@ -24,7 +24,7 @@ const busyTimeoutMillis = 10_000
 var ErrNotDurable = errors.New("sqlite: database cannot be made durable")
 
 // DB is a SQLite database with hookgate's settings, its write turn, its
-// prepared statements. The
+// prepared statements and, when [Open] opened it, its checkpointer. The
 // embedded *sql.DB serves reads; writes go through [DB.Write], or
 // [DB.Lock] and a transaction of the caller's.
 type DB struct {
@@ -32,11 +32,13 @@ type DB struct {
 	// turn admits one write transaction of this process at a time.
 	turn  chan struct{}
 	stmts stmtCache
+	ckpt  *checkpointer
 	owned bool
 }
 
 // Open opens (creating if absent) the SQLite database file at path with the
-// settings described in the package documentation.
+// settings described in the package documentation, and starts its
+// checkpointer.
 func Open(path string) (*DB, error) {
 	if err := createPrivate(path); err != nil {
 		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
@@ -51,12 +53,14 @@ func Open(path string) (*DB, error) {
 	}
 	d := newDB(db)
 	d.owned = true
+	d.ckpt = startCheckpointer(db, CheckpointInterval, CheckpointTruncatePages)
 	return d, nil
 }
 
 // Wrap returns a DB on a database the caller opened and keeps, after
 // checking that it is in WAL mode with synchronous=FULL ([ErrNotDurable]
-// if not). Close leaves the database open.
+// if not). The caller's settings stay as they are, checkpoints included;
+// Close leaves the database open.
 func Wrap(db *sql.DB) (*DB, error) {
 	if err := checkDurable(db); err != nil {
 		return nil, fmt.Errorf("sqlite: %w", err)
@@ -70,14 +74,19 @@ func newDB(db *sql.DB) *DB {
 	return d
 }
 
-// Close closes the prepared statements and, if [Open] opened the database,
-// closes it.
+// Close stops the checkpointer after a last checkpoint, closes the
+// prepared statements and, if [Open] opened the database, closes it.
 func (d *DB) Close() error {
+	var err error
+	if d.ckpt != nil {
+		err = d.ckpt.stop()
+		d.ckpt = nil
+	}
 	d.stmts.close()
 	if d.owned {
-		return d.DB.Close()
+		err = errors.Join(err, d.DB.Close())
 	}
-	return nil
+	return err
 }
 
 // inMemory reports whether path names an in-memory database.
@@ -111,6 +120,7 @@ func dsn(path string) string {
 	q.Add("_pragma", "synchronous(FULL)")
 	q.Add("_pragma", "foreign_keys(1)")
 	q.Add("_pragma", "temp_store(MEMORY)")
+	q.Add("_pragma", "wal_autocheckpoint(0)")
 	q.Set("_txlock", "immediate")
 	u := url.URL{Scheme: "file", OmitHost: true, Path: path, RawQuery: q.Encode()}
 	return u.String()

@@ -118,3 +118,31 @@ func TestFilesArePrivate(t *testing.T) {
 		}
 	}
 }
+
+// TestWriteLazy: a lazy write commits, and leaves its connection at
+// synchronous=FULL for the transactions that acknowledge events.
+func TestWriteLazy(t *testing.T) {
+	t.Parallel()
+	db, _ := open(t)
+	db.SetMaxOpenConns(1)
+	ctx := t.Context()
+	if _, err := db.Exec(`CREATE TABLE t (v INTEGER)`); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 {
+		err := db.WriteLazy(ctx, func(tx *sql.Tx) error {
+			_, err := tx.ExecContext(ctx, `INSERT INTO t (v) VALUES (?)`, i)
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	var n, sync int
+	if err := db.QueryRow(`SELECT count(*) FROM t`).Scan(&n); err != nil || n != 3 {
+		t.Fatalf("%d rows (%v), want 3", n, err)
+	}
+	if err := db.QueryRow(`PRAGMA synchronous`).Scan(&sync); err != nil || sync != 2 {
+		t.Fatalf("synchronous = %d (%v) after lazy writes, want 2 (FULL)", sync, err)
+	}
+}

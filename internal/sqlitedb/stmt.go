@@ -3,6 +3,7 @@ package sqlitedb
 import (
 	"context"
 	"database/sql"
+	"strings"
 	"sync"
 )
 
@@ -48,4 +49,39 @@ func (c *stmtCache) close() {
 		st.Close()
 	}
 	c.m = nil
+}
+
+// MaxRows is the most rows one multi-row statement carries.
+const MaxRows = 256
+
+// Sizes splits n rows into the row counts of the multi-row statements that
+// carry them: as many of MaxRows as fit, then the powers of two that make
+// up the rest, largest first. Every statement's text then comes from nine
+// sizes (1, 2, 4, ..., 256) whatever the batches are, and [DB.Stmt]
+// prepares each once; a batch of n rows costs at most one statement per
+// bit of n.
+func Sizes(n int) []int {
+	var out []int
+	for ; n >= MaxRows; n -= MaxRows {
+		out = append(out, MaxRows)
+	}
+	for b := MaxRows / 2; b > 0; b >>= 1 {
+		if n&b != 0 {
+			out = append(out, b)
+		}
+	}
+	return out
+}
+
+// Rows returns n copies of the row placeholder tuple, comma-separated.
+func Rows(tuple string, n int) string {
+	var b strings.Builder
+	b.Grow(n * (len(tuple) + 2))
+	for i := range n {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(tuple)
+	}
+	return b.String()
 }

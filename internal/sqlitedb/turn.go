@@ -3,6 +3,8 @@ package sqlitedb
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
+	"errors"
 	"math"
 	"time"
 )
@@ -48,4 +50,45 @@ func After(now int64, d time.Duration) int64 {
 		return math.MaxInt64
 	}
 	return now + int64(d)
+}
+
+// WriteLazy is [DB.Write] for a transaction that is safe to lose in a
+// crash because it is redone and nothing outside the database has seen
+// it: its commit does not wait for an fsync (synchronous=NORMAL on its
+// connection for the one commit). The WAL is written in order, so the
+// transaction becomes durable with the next commit that fsyncs it, any
+// [DB.Write] or the next checkpoint, whichever comes first; it is never
+// lost while a later synchronous commit is kept, and a crash never leaves
+// half of it.
+func (d *DB) WriteLazy(ctx context.Context, fn func(*sql.Tx) error) (err error) {
+	unlock, err := d.Lock(ctx)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	conn, err := d.Conn(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	if _, err := conn.ExecContext(ctx, "PRAGMA synchronous = NORMAL"); err != nil {
+		return err
+	}
+	defer func() {
+		// The connection goes back to the pool, where every transaction
+		// expects FULL; one that cannot be set back is thrown away.
+		if _, serr := conn.ExecContext(context.Background(), "PRAGMA synchronous = FULL"); serr != nil {
+			conn.Raw(func(any) error { return driver.ErrBadConn })
+			err = errors.Join(err, serr)
+		}
+	}()
+	tx, err := conn.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	if err := fn(tx); err != nil {
+		tx.Rollback()
+		return err
+	}
+	return tx.Commit()
 }

@@ -51,7 +51,7 @@ func (s *Store) Apply(ctx context.Context, events []inbox.Event) ([]inbox.Applie
 	slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(ids[a], ids[b]) })
 
 	out := make([]inbox.Applied, len(events))
-	err := s.write(ctx, "apply", func(tx *sql.Tx) error {
+	err := s.process(ctx, "apply", func(tx *sql.Tx) error {
 		stored, err := s.readApplyRows(ctx, tx, ids)
 		if err != nil {
 			return err

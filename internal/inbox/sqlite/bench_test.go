@@ -177,3 +177,24 @@ func BenchmarkStats(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkAccept accepts new events in batches of the sizes the committer
+// forms under load (one per waiting request), each batch one durable
+// transaction.
+func BenchmarkAccept(b *testing.B) {
+	for _, batch := range []int{1, 37, 64} {
+		b.Run(fmt.Sprintf("batch%d", batch), func(b *testing.B) {
+			s := benchStore(b)
+			prefill(b, s, "old", 20_000)
+			next := 0
+			for b.Loop() {
+				items := benchItems("e"+strconv.Itoa(next)+"-", batch)
+				if _, err := s.Accept(b.Context(), items); err != nil {
+					b.Fatal(err)
+				}
+				next++
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(next*batch), "ns/event")
+		})
+	}
+}

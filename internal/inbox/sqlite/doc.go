@@ -11,10 +11,19 @@
 // (event, destination) with its own status, attempts, next attempt and
 // lease; attempts every delivery attempt (the attempt log); lanes the
 // state of each (source, destination); counters the intake outcomes per
-// source;
-// status_counts the events per source and status, kept by triggers so that
-// [Store.Stats] reads a few rows however many events are kept. All times
-// are Unix nanoseconds.
+// source, written by each batch in its transaction with one prepared
+// statement; status_counts the events per source of each status that is
+// not pending, kept by triggers, so that [Store.Stats] reads a few rows
+// however many events are kept (pending events, received or retry, it
+// counts in events_due, which holds only them: intake writes no count).
+// All times are Unix nanoseconds.
+//
+// Two partial indexes serve processing without costing intake much:
+// events_due holds only pending events (received, or retry), in id order,
+// with the columns [Store.Lease] filters on, so a lease reads the index
+// alone and stops after n; events_processed holds only processed events by
+// processed_at, for [Store.Sweep], and an event enters it when it is
+// finished, not when it is accepted.
 //
 // # Migrations
 //
@@ -25,13 +34,6 @@
 // before versioning up to date; testdata/shipped holds the schema of each
 // of those releases, and the tests migrate a file of each, and of every
 // version since, with rows in all its tables.
-//
-// Two partial indexes serve processing without costing intake much:
-// events_due holds only pending events (received, or retry), in id order,
-// with the columns [Store.Lease] filters on, so a lease reads the index
-// alone and stops after n; events_processed holds only processed events by
-// processed_at, for [Store.Sweep], and an event enters it when it is
-// finished, not when it is accepted.
 //
 // # Concurrency
 //
@@ -47,7 +49,24 @@
 // (pending deliveries by source, destination and due time); a lane records
 // attempts that end close together in one call, so recording costs one
 // fsync per group rather than per delivery. Statements are prepared once
-// on the database and taken into each transaction.
+// on the database and taken into each transaction; those with a row per
+// item come in nine sizes (sqlitedb.Sizes), so their text is prepared once
+// too.
+//
+// # Durability of processing
+//
+// A batch of events costs three write transactions: [Store.Lease],
+// [Store.Apply] and [Store.Finish]; with destinations each lane adds its
+// [Store.Dispatch] calls. Accept and Dispatch commit with an fsync: Accept
+// acknowledges events, Dispatch records deliveries a destination has
+// seen. Lease, Apply and Finish do not wait for one (sqlitedb.WriteLazy):
+// the WAL is written in order, so they become durable with the next
+// Accept, Dispatch or checkpoint (at most a second later), and a crash
+// that loses them loses only work that is redone (the events are leased,
+// applied and finished again) and that nothing outside the database has
+// seen, since a delivery's Dispatch makes everything before it durable.
+// Under load this keeps processing from taking the write turn for three
+// fsyncs per batch, which starved intake.
 //
 // # Apply
 //

@@ -22,16 +22,12 @@ CREATE TABLE IF NOT EXISTS replay_digests (
 CREATE INDEX IF NOT EXISTS replay_digests_expires ON replay_digests (expires);
 `
 
-// digestChunk is how many digests one statement binds (three parameters
-// each), far below SQLite's limit.
-const digestChunk = 500
-
 // guard keeps the digests of the guarded items in tx and reports, by item
 // index, the outcome of each item whose request's digest was kept already:
 // a replay, Duplicate as of the digest's first sighting. A digest that is
 // absent or expired is written, committed, until now plus its items'
 // window; its items go on to have their keys claimed.
-func guard(ctx context.Context, tx *sql.Tx, items []inbox.Item, now int64) (map[int]inbox.Outcome, error) {
+func guard(ctx context.Context, db *sqlitedb.DB, tx *sql.Tx, items []inbox.Item, now int64) (map[int]inbox.Outcome, error) {
 	byDigest := map[dedupe.Hash][]int{}
 	var order []dedupe.Hash
 	for i := range items {
@@ -48,8 +44,9 @@ func guard(ctx context.Context, tx *sql.Tx, items []inbox.Item, now int64) (map[
 		return nil, nil
 	}
 	replays := map[int]inbox.Outcome{}
-	for lo := 0; lo < len(order); lo += digestChunk {
-		chunk := order[lo:min(lo+digestChunk, len(order))]
+	for _, n := range sqlitedb.Sizes(len(order)) {
+		chunk := order[:n]
+		order = order[n:]
 		args := make([]any, 0, 3*len(chunk))
 		for _, d := range chunk {
 			var window time.Duration
@@ -58,7 +55,7 @@ func guard(ctx context.Context, tx *sql.Tx, items []inbox.Item, now int64) (map[
 			}
 			args = append(args, d[:], now, sqlitedb.After(now, window))
 		}
-		kept, err := keepDigests(ctx, tx, args, len(chunk))
+		kept, err := keepDigests(ctx, db, tx, args, n)
 		if err != nil {
 			return nil, err
 		}
@@ -71,7 +68,7 @@ func guard(ctx context.Context, tx *sql.Tx, items []inbox.Item, now int64) (map[
 		if len(held) == 0 {
 			continue
 		}
-		seen, err := readDigests(ctx, tx, held)
+		seen, err := readDigests(ctx, db, tx, held)
 		if err != nil {
 			return nil, err
 		}
@@ -87,11 +84,16 @@ func guard(ctx context.Context, tx *sql.Tx, items []inbox.Item, now int64) (map[
 
 // keepDigests writes the n digests in args (digest, first seen, expires)
 // that are absent or expired, and returns the ones it wrote.
-func keepDigests(ctx context.Context, tx *sql.Tx, args []any, n int) (map[dedupe.Hash]bool, error) {
-	q := `INSERT INTO replay_digests (digest, first_seen, expires) VALUES ` + rowsOf("(?, ?, ?)", n) +
+func keepDigests(ctx context.Context, db *sqlitedb.DB, tx *sql.Tx, args []any, n int) (map[dedupe.Hash]bool, error) {
+	st, err := db.Stmt(ctx, tx, `INSERT INTO replay_digests (digest, first_seen, expires) VALUES `+
+		sqlitedb.Rows("(?, ?, ?)", n)+
 		` ON CONFLICT (digest) DO UPDATE SET first_seen = excluded.first_seen, expires = excluded.expires
-		WHERE replay_digests.expires <= excluded.first_seen RETURNING digest`
-	rows, err := tx.QueryContext(ctx, q, args...)
+		WHERE replay_digests.expires <= excluded.first_seen RETURNING digest`)
+	if err != nil {
+		return nil, err
+	}
+	defer st.Close()
+	rows, err := st.QueryContext(ctx, args...)
 	if err != nil {
 		return nil, err
 	}
@@ -111,31 +113,47 @@ func keepDigests(ctx context.Context, tx *sql.Tx, args []any, n int) (map[dedupe
 
 // readDigests returns the first sighting and expiry of digests, as the
 // outcome their replays get.
-func readDigests(ctx context.Context, tx *sql.Tx, digests []dedupe.Hash) (map[dedupe.Hash]inbox.Outcome, error) {
+func readDigests(ctx context.Context, db *sqlitedb.DB, tx *sql.Tx, digests []dedupe.Hash) (map[dedupe.Hash]inbox.Outcome, error) {
 	args := make([]any, len(digests))
 	for i, d := range digests {
 		args[i] = d[:]
 	}
-	rows, err := tx.QueryContext(ctx, `SELECT digest, first_seen, expires FROM replay_digests
-		WHERE digest IN (`+placeholders(len(digests))+`)`, args...)
+	out := make(map[dedupe.Hash]inbox.Outcome, len(digests))
+	for _, n := range sqlitedb.Sizes(len(digests)) {
+		if err := readDigestRows(ctx, db, tx, args[:n], out); err != nil {
+			return nil, err
+		}
+		args = args[n:]
+	}
+	return out, nil
+}
+
+// readDigestRows reads the digests in args into out in one statement.
+func readDigestRows(ctx context.Context, db *sqlitedb.DB, tx *sql.Tx, args []any, out map[dedupe.Hash]inbox.Outcome) error {
+	st, err := db.Stmt(ctx, tx, `SELECT digest, first_seen, expires FROM replay_digests
+		WHERE digest IN (`+sqlitedb.Rows("?", len(args))+`)`)
 	if err != nil {
-		return nil, err
+		return err
+	}
+	defer st.Close()
+	rows, err := st.QueryContext(ctx, args...)
+	if err != nil {
+		return err
 	}
 	defer rows.Close()
-	out := make(map[dedupe.Hash]inbox.Outcome, len(digests))
 	for rows.Next() {
 		var (
 			raw            []byte
 			first, expires int64
 		)
 		if err := rows.Scan(&raw, &first, &expires); err != nil {
-			return nil, err
+			return err
 		}
 		var d dedupe.Hash
 		copy(d[:], raw)
 		out[d] = inbox.Outcome{Status: dedupe.Duplicate, FirstSeen: fromNanos(first), Expires: fromNanos(expires)}
 	}
-	return out, rows.Err()
+	return rows.Err()
 }
 
 // sweepDigests deletes up to idChunk digests that expired by now.
@@ -147,16 +165,4 @@ func sweepDigests(ctx context.Context, tx *sql.Tx, now int64) (int, error) {
 	}
 	n, err := res.RowsAffected()
 	return int(n), err
-}
-
-// rowsOf returns n copies of the row placeholder tuple, comma-separated.
-func rowsOf(tuple string, n int) string {
-	b := make([]byte, 0, n*(len(tuple)+2))
-	for i := range n {
-		if i > 0 {
-			b = append(b, ", "...)
-		}
-		b = append(b, tuple...)
-	}
-	return string(b)
 }

@@ -35,7 +35,7 @@ func (s *Store) Lease(ctx context.Context, owner string, n int, d time.Duration)
 		return nil, nil
 	}
 	var events []inbox.Event
-	err := s.write(ctx, "lease", func(tx *sql.Tx) error {
+	err := s.process(ctx, "lease", func(tx *sql.Tx) error {
 		events = events[:0]
 		now := s.now().UnixNano()
 		lease, err := s.db.Stmt(ctx, tx, leaseQuery)
@@ -76,7 +76,7 @@ func (s *Store) Finish(ctx context.Context, owner string, results []inbox.Result
 		return nil
 	}
 	var lost []int64
-	err := s.write(ctx, "finish", func(tx *sql.Tx) error {
+	err := s.process(ctx, "finish", func(tx *sql.Tx) error {
 		lost = lost[:0]
 		end, err := s.db.Stmt(ctx, tx, `UPDATE events SET status = ?, next_attempt_at = ?,
 			last_error = ?, processed_at = ?, lease_owner = '', lease_until = 0

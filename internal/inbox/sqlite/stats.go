@@ -4,16 +4,19 @@ import (
 	"cmp"
 	"context"
 	"database/sql"
+	"encoding/json"
 	"slices"
-	"strings"
 
 	"github.com/hookgate/hookgate/dedupe"
 	"github.com/hookgate/hookgate/internal/inbox"
+	"github.com/hookgate/hookgate/internal/sqlitedb"
 )
 
-// Stats implements inbox.Store. Counts by status come from status_counts,
-// which triggers keep in step with the events table. The three reads run
-// outside any transaction, so under load they may be a moment apart.
+// Stats implements inbox.Store. Pending events (received, retry) are
+// counted in the partial index events_due, the other statuses come from
+// status_counts, which triggers keep in step with the events table; the
+// intake counters from the counters table. The reads run outside any
+// transaction, so under load they may be a moment apart.
 func (s *Store) Stats(ctx context.Context) (inbox.Stats, error) {
 	st := inbox.Stats{Sources: map[string]inbox.SourceStats{}}
 	source := func(name string) inbox.SourceStats {
@@ -54,7 +57,25 @@ func (s *Store) Stats(ctx context.Context) (inbox.Stats, error) {
 		return inbox.Stats{}, fail(ctx, "stats", err)
 	}
 	var oldest, delivering sql.NullInt64
-	if err := s.db.QueryRowContext(ctx, pendingQuery).Scan(&st.Pending, &oldest); err != nil {
+	err = s.each(ctx, pendingQuery, func(rows *sql.Rows) error {
+		var (
+			name, status string
+			n            int
+			first        int64
+		)
+		if err := rows.Scan(&name, &status, &n, &first); err != nil {
+			return err
+		}
+		ss := source(name)
+		ss.ByStatus[inbox.Status(status)] = n
+		st.Sources[name] = ss
+		st.Pending += n
+		if !oldest.Valid || first < oldest.Int64 {
+			oldest = sql.NullInt64{Int64: first, Valid: true}
+		}
+		return nil
+	})
+	if err != nil {
 		return inbox.Stats{}, fail(ctx, "stats", err)
 	}
 	if err := s.db.QueryRowContext(ctx, oldestDelivering).Scan(&delivering); err != nil {
@@ -73,10 +94,12 @@ func (s *Store) Stats(ctx context.Context) (inbox.Stats, error) {
 	return st, nil
 }
 
-// pendingQuery counts the events waiting for a worker and finds the
-// oldest within the partial index events_due, which covers it.
-const pendingQuery = `SELECT count(*), min(received_at) FROM events INDEXED BY events_due
-	WHERE status IN ('received', 'retry')`
+// pendingQuery counts the events waiting for a worker, by source and
+// status, and finds the oldest of each, within the partial index
+// events_due, which covers it: its cost grows with the events pending, not
+// with all the events kept.
+const pendingQuery = `SELECT source, status, count(*), min(received_at) FROM events INDEXED BY events_due
+	WHERE status IN ('received', 'retry') GROUP BY source, status`
 
 // oldestDelivering is when the oldest delivering event was received: ids
 // grow with arrival, so it is the one with the least id, the first entry
@@ -170,43 +193,48 @@ func (c intakeCounts) add(source string, status dedupe.Status) {
 	default:
 		return
 	}
-	n := c[source]
-	if n == nil {
-		n = new([2]int64)
-		c[source] = n
-	}
-	n[i]++
+	c.addN(source, i, 1)
 }
 
-// save adds the tallies to the counters table, and the accepted events to
-// the received count of status_counts, one statement each.
-func (c intakeCounts) save(ctx context.Context, tx *sql.Tx) error {
+func (c intakeCounts) addN(source string, i int, n int64) {
+	p := c[source]
+	if p == nil {
+		p = new([2]int64)
+		c[source] = p
+	}
+	p[i] += n
+}
+
+// countersQuery adds a batch's tallies, given as one JSON array of
+// [source, accepted, duplicates], to the counters table, in the batch's
+// transaction, so the counts commit (or vanish) with the events they
+// count, and every node on the file reads them at once. Its text is the
+// same for any number of sources, so it is prepared once, and it writes
+// one page, the counters row of the batch's source, which the batch's
+// commit appends to the WAL with the pages of its events and keys.
+const countersQuery = `INSERT INTO counters (source, accepted, duplicates)
+	SELECT value->>0, value->>1, value->>2 FROM json_each(?) WHERE true
+	ON CONFLICT (source) DO UPDATE SET
+	accepted = accepted + excluded.accepted, duplicates = duplicates + excluded.duplicates`
+
+// save adds the tallies to the counters table in tx.
+func (c intakeCounts) save(ctx context.Context, db *sqlitedb.DB, tx *sql.Tx) error {
 	if len(c) == 0 {
 		return nil
 	}
-	tuples := make([]string, 0, len(c))
-	args := make([]any, 0, 3*len(c))
+	rows := make([][3]any, 0, len(c))
 	for source, n := range c {
-		tuples = append(tuples, "(?, ?, ?)")
-		args = append(args, source, n[0], n[1])
+		rows = append(rows, [3]any{source, n[0], n[1]})
 	}
-	_, err := tx.ExecContext(ctx, `INSERT INTO counters (source, accepted, duplicates) VALUES `+
-		strings.Join(tuples, ", ")+` ON CONFLICT (source) DO UPDATE SET
-		accepted = accepted + excluded.accepted, duplicates = duplicates + excluded.duplicates`, args...)
+	arg, err := json.Marshal(rows)
 	if err != nil {
 		return err
 	}
-	tuples, args = tuples[:0], args[:0]
-	for source, n := range c {
-		if n[0] > 0 {
-			tuples = append(tuples, "(?, 'received', ?)")
-			args = append(args, source, n[0])
-		}
+	st, err := db.Stmt(ctx, tx, countersQuery)
+	if err != nil {
+		return err
 	}
-	if len(tuples) == 0 {
-		return nil
-	}
-	_, err = tx.ExecContext(ctx, `INSERT INTO status_counts (source, status, n) VALUES `+
-		strings.Join(tuples, ", ")+` ON CONFLICT (source, status) DO UPDATE SET n = n + excluded.n`, args...)
+	defer st.Close()
+	_, err = st.ExecContext(ctx, string(arg))
 	return err
 }

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/hookgate/hookgate/dedupe"
@@ -86,7 +85,7 @@ func New(db *sqlitedb.DB, opts Options) (*Store, error) {
 	if err := db.Migrate(ctx, inboxTables, inboxSteps); err != nil {
 		return nil, fmt.Errorf("open inbox: %w", err)
 	}
-	return &Store{db: db, keys: sqlitedb.Keys{Now: now}, now: now}, nil
+	return &Store{db: db, keys: db.Keys(now), now: now}, nil
 }
 
 // DB is the underlying database.
@@ -107,14 +106,13 @@ func unavailable(op string, err error) error {
 	return fmt.Errorf("inbox: %s: %w: %w", op, dedupe.ErrUnavailable, err)
 }
 
-// insertChunk is how many events one INSERT statement writes; it keeps the
-// bound parameters (14 per event) below SQLite's limit of 32766.
-const insertChunk = 500
-
 // Accept implements inbox.Store. Keys are claimed and committed in one
 // statement per window (the transaction is the lease), and the new events
 // are inserted with multi-row statements: the per-event work inside the
-// write lock is what bounds intake throughput.
+// write lock is what bounds intake throughput. Every statement's text is
+// one of a bounded set, prepared once; the counts by status of the new
+// events are not written at all (Stats counts pending events in
+// events_due).
 func (s *Store) Accept(ctx context.Context, items []inbox.Item) (out []inbox.Outcome, err error) {
 	if len(items) == 0 {
 		return nil, nil
@@ -142,7 +140,7 @@ func (s *Store) Accept(ctx context.Context, items []inbox.Item) (out []inbox.Out
 	out = make([]inbox.Outcome, len(items))
 	var fresh []int
 	counts := intakeCounts{}
-	replays, err := guard(ctx, tx, items, s.now().UnixNano())
+	replays, err := guard(ctx, s.db, tx, items, s.now().UnixNano())
 	if err != nil {
 		return nil, unavailable("replay guard", err)
 	}
@@ -168,13 +166,13 @@ func (s *Store) Accept(ctx context.Context, items []inbox.Item) (out []inbox.Out
 		}
 	}
 	received := s.now().UnixNano()
-	for lo := 0; lo < len(fresh); lo += insertChunk {
-		chunk := fresh[lo:min(lo+insertChunk, len(fresh))]
-		if err := s.insert(ctx, tx, items, headers, chunk, received, out); err != nil {
+	for _, n := range sqlitedb.Sizes(len(fresh)) {
+		if err := s.insert(ctx, tx, items, headers, fresh[:n], received, out); err != nil {
 			return nil, unavailable("insert", err)
 		}
+		fresh = fresh[n:]
 	}
-	if err := counts.save(ctx, tx); err != nil {
+	if err := counts.save(ctx, s.db, tx); err != nil {
 		return nil, unavailable("count", err)
 	}
 	if err := tx.Commit(); err != nil {
@@ -197,27 +195,27 @@ func byWindow(items []inbox.Item, replays map[int]inbox.Outcome) map[time.Durati
 
 // insert writes the events items[i] for i in idx in one statement and
 // stores their ids in out. Hashes are distinct within a batch, so the
-// returned hash tells which row got which id.
+// returned hash tells which row got which id. The statement's text depends
+// only on len(idx), one of sqlitedb.Sizes, so it is prepared once.
 func (s *Store) insert(ctx context.Context, tx *sql.Tx, items []inbox.Item, headers [][]byte, idx []int, received int64, out []inbox.Outcome) error {
-	var q strings.Builder
-	q.WriteString(`INSERT INTO events
-		(hash, scope, source, provider, tenant, event_id, event_type, entity_type, entity_id,
-		 entity_version, entity_order, entity_state, payload, headers, received_at) VALUES `)
 	args := make([]any, 0, 15*len(idx))
 	at := make(map[dedupe.Hash]int, len(idx))
-	for n, i := range idx {
-		if n > 0 {
-			q.WriteString(", ")
-		}
-		q.WriteString("(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)")
+	for _, i := range idx {
 		e := &items[i].Event
 		at[e.Hash] = i
 		args = append(args, e.Hash[:], e.Scope, e.Source, e.Provider, e.Tenant, e.EventID, e.Type,
 			e.EntityType, e.EntityID, e.EntityVersion, e.EntityOrder, e.EntityState,
 			e.Payload, string(headers[i]), received)
 	}
-	q.WriteString(" RETURNING id, hash")
-	rows, err := tx.QueryContext(ctx, q.String(), args...)
+	st, err := s.db.Stmt(ctx, tx, `INSERT INTO events
+		(hash, scope, source, provider, tenant, event_id, event_type, entity_type, entity_id,
+		 entity_version, entity_order, entity_state, payload, headers, received_at) VALUES `+
+		sqlitedb.Rows("(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)", len(idx))+` RETURNING id, hash`)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	rows, err := st.QueryContext(ctx, args...)
 	if err != nil {
 		return err
 	}

@@ -22,6 +22,20 @@ func (s *Store) write(ctx context.Context, op string, fn func(*sql.Tx) error) er
 	return nil
 }
 
+// process runs fn, a step of processing an event, in a write transaction
+// of its own whose commit does not wait for an fsync (see
+// sqlitedb.DB.WriteLazy): processing is redone after a crash that loses
+// it, and nothing outside the database sees its result before a durable
+// commit, such as the Dispatch that delivers the event, has made it
+// durable too. Intake's commits, which acknowledge events, each wait for
+// their fsync.
+func (s *Store) process(ctx context.Context, op string, fn func(*sql.Tx) error) error {
+	if err := s.db.WriteLazy(ctx, fn); err != nil {
+		return fail(ctx, op, err)
+	}
+	return nil
+}
+
 // fail wraps an error of operation op. Errors that are the caller's (an
 // ended context, an invalid argument, an unknown id) keep their own
 // identity; anything else came from the database and wraps
