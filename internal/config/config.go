@@ -161,8 +161,10 @@ type Config struct {
 // exhausting file descriptors or memory.
 type Limits struct {
 	// MaxConnections is how many connections the intake listener keeps
-	// open at once; a connection beyond it is answered 503 with
-	// Retry-After and closed.
+	// open at once. A connection beyond it makes room by closing the
+	// connection idle longest (between keep-alive requests, or silent
+	// since it opened); when every connection is in a request, it is
+	// answered 503 with Retry-After and closed.
 	MaxConnections int `yaml:"max_connections"`
 	// MaxPendingBody is how many request body bytes all requests together
 	// may hold before authentication (each counts its Content-Length, or

@@ -1,8 +1,10 @@
 package server
 
 import (
+	"container/list"
 	"io"
 	"net"
+	"net/http"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -25,9 +27,13 @@ const maxLingering = 64
 
 // limitListener keeps at most max connections open. Unlike
 // golang.org/x/net/netutil.LimitListener, which stops accepting (and lets
-// the kernel's backlog fill until senders time out), it accepts the
-// connection beyond the limit, answers 503 with Retry-After and closes it,
-// so a sender learns at once to come back later.
+// the kernel's backlog fill until senders time out), it makes room for a
+// connection beyond the limit by closing the connection idle longest
+// (between keep-alive requests, or opened and silent), so that thousands
+// of idle connections cannot lock senders out; only when every
+// connection is in a request does it answer the new one 503 with
+// Retry-After and close it, so that the sender learns at once to come
+// back later.
 type limitListener struct {
 	net.Listener
 	max       int64
@@ -36,10 +42,16 @@ type limitListener struct {
 	busy      []byte
 	// turnedAway is called for each connection answered 503.
 	turnedAway func()
+
+	mu sync.Mutex
+	// idle holds the open connections not in a request, the one idle
+	// longest first.
+	idle list.List
 }
 
 // newLimitListener keeps at most max connections of ln open and calls
-// turnedAway for each connection it answers 503.
+// turnedAway for each connection it answers 503. The http.Server that
+// serves it must report to its ConnState.
 func newLimitListener(ln net.Listener, max int, turnedAway func()) *limitListener {
 	retry := strconv.Itoa(int(busyRetryAfter / time.Second))
 	body := "too many connections, retry later\n"
@@ -48,8 +60,9 @@ func newLimitListener(ln net.Listener, max int, turnedAway func()) *limitListene
 		"Content-Length: " + strconv.Itoa(len(body)) + "\r\nConnection: close\r\n\r\n" + body)}
 }
 
-// Accept returns the next connection within the limit; the ones beyond it
-// are answered and closed on the way.
+// Accept returns the next connection within the limit, making room by
+// closing the connection idle longest; the ones that find no room are
+// answered and closed on the way.
 func (l *limitListener) Accept() (net.Conn, error) {
 	for {
 		c, err := l.Listener.Accept()
@@ -57,11 +70,63 @@ func (l *limitListener) Accept() (net.Conn, error) {
 			return nil, err
 		}
 		if l.open.Add(1) <= l.max {
-			return &limitConn{Conn: c, release: func() { l.open.Add(-1) }}, nil
+			return l.track(c), nil
+		}
+		if victim := l.oldestIdle(); victim != nil {
+			// Its close gives its slot to c.
+			victim.Close()
+			return l.track(c), nil
 		}
 		l.open.Add(-1)
 		l.turnedAway()
 		l.turnAway(c)
+	}
+}
+
+// track wraps c, counted in open, and lists it idle until the server
+// reports it in a request.
+func (l *limitListener) track(c net.Conn) *limitConn {
+	lc := &limitConn{Conn: c, l: l}
+	l.mu.Lock()
+	lc.elem = l.idle.PushBack(lc)
+	l.mu.Unlock()
+	return lc
+}
+
+// oldestIdle takes the connection idle longest off the idle list; nil
+// when every connection is in a request.
+func (l *limitListener) oldestIdle() *limitConn {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	e := l.idle.Front()
+	if e == nil {
+		return nil
+	}
+	lc := e.Value.(*limitConn)
+	l.idle.Remove(e)
+	lc.elem = nil
+	return lc
+}
+
+// connState is the serving http.Server's ConnState: a connection between
+// requests goes to the back of the idle list, one in a request leaves it.
+func (l *limitListener) connState(c net.Conn, st http.ConnState) {
+	lc, ok := c.(*limitConn)
+	if !ok {
+		return
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	switch {
+	case st == http.StateIdle && !lc.closed:
+		if lc.elem != nil {
+			l.idle.MoveToBack(lc.elem)
+		} else {
+			lc.elem = l.idle.PushBack(lc)
+		}
+	case st != http.StateNew && lc.elem != nil:
+		l.idle.Remove(lc.elem)
+		lc.elem = nil
 	}
 }
 
@@ -86,14 +151,28 @@ func (l *limitListener) turnAway(c net.Conn) {
 	}()
 }
 
-// limitConn gives its slot back when it is closed, once.
+// limitConn gives its slot back and leaves the idle list when it is
+// closed, once.
 type limitConn struct {
 	net.Conn
-	once    sync.Once
-	release func()
+	l *limitListener
+	// elem is its place on l.idle, nil when it is not there; closed is
+	// set on Close. Both are guarded by l.mu.
+	elem   *list.Element
+	closed bool
 }
 
 func (c *limitConn) Close() error {
-	c.once.Do(c.release)
+	c.l.mu.Lock()
+	first := !c.closed
+	c.closed = true
+	if c.elem != nil {
+		c.l.idle.Remove(c.elem)
+		c.elem = nil
+	}
+	c.l.mu.Unlock()
+	if first {
+		c.l.open.Add(-1)
+	}
 	return c.Conn.Close()
 }

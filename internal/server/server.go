@@ -311,8 +311,11 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		maxConns = config.DefaultMaxConnections
 	}
 	busy := s.metrics.Busy.WithLabelValues(metrics.BusyConnections)
-	servers := []*http.Server{s.httpServer(s.handler)}
-	listeners := []net.Listener{newLimitListener(ln, maxConns, busy.Inc)}
+	limited := newLimitListener(ln, maxConns, busy.Inc)
+	public := s.httpServer(s.handler)
+	public.ConnState = limited.connState
+	servers := []*http.Server{public}
+	listeners := []net.Listener{limited}
 	if adminLn != nil {
 		s.log.Info("admin listening", "addr", adminLn.Addr().String())
 		servers = append(servers, s.httpServer(s.admin))
