@@ -598,3 +598,99 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 		time.Sleep(10 * time.Millisecond) // polling a condition over HTTP
 	}
 }
+
+// Events are found by provider event id, key, apply outcome and time.
+func TestSearch(t *testing.T) {
+	t.Parallel()
+	b := setup(t, console.Options{})
+	early := b.accept("stripe", "acme", jsonID, "evt_a", "evt_b")
+	b.clock.Advance(2 * time.Hour)
+	late := b.accept("stripe", "acme", jsonID, "evt_c")
+	leased, err := b.store.Lease(t.Context(), "test", 1, time.Minute)
+	if err != nil || len(leased) != 1 {
+		t.Fatalf("lease: %v %v", leased, err)
+	}
+	if _, err := b.store.Apply(t.Context(), leased); err != nil {
+		t.Fatal(err)
+	}
+	evtB, err := b.store.Get(t.Context(), early[1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.signIn()
+	rows := func(query string) []string {
+		t.Helper()
+		var out []string
+		for _, m := range rowLink.FindAllStringSubmatch(b.get("/ui/events?"+query), -1) {
+			out = append(out, m[1])
+		}
+		return out
+	}
+	mid := b.clock.Now().Add(-time.Hour).UTC().Format("2006-01-02T15:04")
+	for query, want := range map[string][]int64{
+		"q=evt_b":                             {early[1]},
+		"q=" + evtB.Hash.String():             {early[1]},
+		"q=evt_none":                          nil,
+		"outcome=applied":                     {early[0]},
+		"outcome=pending":                     {late[0], early[1]},
+		"since=" + mid:                        {late[0]},
+		"until=" + mid:                        {early[1], early[0]},
+		"until=" + mid + "&outcome=pending":   {early[1]},
+		"source=stripe&tenant=acme&q=evt_c":   {late[0]},
+		"source=stripe&tenant=globex&q=evt_c": nil,
+	} {
+		if got, w := fmt.Sprint(rows(query)), fmt.Sprint(want); got != w && !(len(want) == 0 && got == "[]") {
+			t.Errorf("%s: events %s, want %s", query, got, w)
+		}
+	}
+	for _, bad := range []string{"outcome=lost", "since=yesterday", "until=2026-13-01T00:00"} {
+		if code, _ := b.do(http.MethodGet, "/ui/events?"+bad, nil); code != http.StatusBadRequest {
+			t.Errorf("%s = %d, want 400", bad, code)
+		}
+	}
+}
+
+// A burst larger than one look at the inbox reaches the tail whole, in
+// order: on an empty inbox and after events stored before the tail opened.
+func TestTailBurst(t *testing.T) {
+	t.Parallel()
+	for _, stored := range []int{0, 3} {
+		t.Run(fmt.Sprintf("%d stored before", stored), func(t *testing.T) {
+			t.Parallel()
+			b := setup(t, console.Options{TailEvery: 5 * time.Millisecond})
+			for i := range stored {
+				b.accept("stripe", "acme", jsonID, fmt.Sprintf("old_%d", i))
+			}
+			tailBurst(t, b)
+		})
+	}
+}
+
+func tailBurst(t *testing.T, b *bundle) {
+	b.signIn()
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, b.srv.URL+"/ui/tail/stream", nil)
+	resp, err := b.client.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var ids []string
+	for i := range 250 {
+		ids = append(ids, fmt.Sprintf("evt_%d", i))
+	}
+	want := b.accept("stripe", "acme", jsonID, ids...)
+	lines := bufio.NewScanner(resp.Body)
+	var got []string
+	for len(got) < len(want) && lines.Scan() {
+		if id, ok := strings.CutPrefix(lines.Text(), "id: "); ok {
+			got = append(got, id)
+		}
+	}
+	for i, id := range want {
+		if i >= len(got) || got[i] != fmt.Sprint(id) {
+			t.Fatalf("tail sent %d ids, the %dth %v; want %d in order", len(got), i, got[min(i, len(got)-1)], len(want))
+		}
+	}
+}

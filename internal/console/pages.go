@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hookgate/hookgate/dedupe"
 	"github.com/hookgate/hookgate/internal/admin"
 	"github.com/hookgate/hookgate/internal/eventview"
 	"github.com/hookgate/hookgate/internal/inbox"
@@ -84,6 +85,7 @@ type listData struct {
 	Filter   listFilter
 	Events   []eventview.Event
 	Statuses []inbox.Status
+	Outcomes []inbox.ApplyOutcome
 	Sources  []string
 	// Next is the URL of the next page; "" after the last.
 	Next string
@@ -91,20 +93,56 @@ type listData struct {
 	Dead bool
 }
 
+// outcomes are the values the apply outcome filter takes.
+var outcomes = []inbox.ApplyOutcome{inbox.ApplyApplied, inbox.ApplyUnchanged, inbox.ApplyStale, inbox.ApplyNone, inbox.ApplyPending}
+
+// timeField is the form of the since= and until= fields: a
+// datetime-local input's value, read as UTC.
+const timeField = "2006-01-02T15:04"
+
 // listFilter is a list's filter as the query carries it.
 type listFilter struct {
-	Source, Tenant, Status string
-	Before                 int64
-	Query                  string
+	Source, Tenant, Status, Outcome string
+	Since, Until                    string
+	Before                          int64
+	// Query is a provider event id or a key (32 hex digits); a number is
+	// an inbox id, whose page answers it.
+	Query string
 }
 
-// readFilter reads source=, tenant=, status= and before= from the query.
+// readFilter reads source=, tenant=, status=, outcome=, since=, until=,
+// q= and before= from the query.
 func readFilter(r *http.Request) (listFilter, inbox.Filter, error) {
 	q := r.URL.Query()
-	lf := listFilter{Source: q.Get("source"), Tenant: q.Get("tenant"), Status: q.Get("status"), Query: strings.TrimSpace(q.Get("q"))}
-	f := inbox.Filter{Source: lf.Source, Tenant: lf.Tenant, Status: inbox.Status(lf.Status), Limit: PageSize}
+	lf := listFilter{Source: q.Get("source"), Tenant: q.Get("tenant"), Status: q.Get("status"), Outcome: q.Get("outcome"),
+		Since: q.Get("since"), Until: q.Get("until"), Query: strings.TrimSpace(q.Get("q"))}
+	f := inbox.Filter{Source: lf.Source, Tenant: lf.Tenant, Status: inbox.Status(lf.Status),
+		Outcome: inbox.ApplyOutcome(lf.Outcome), Limit: PageSize}
 	if lf.Status != "" && !slices.Contains(statuses, f.Status) {
 		return lf, f, badRequest("status %q: want received, retry, delivering, processed or dead", lf.Status)
+	}
+	if lf.Outcome != "" && !slices.Contains(outcomes, f.Outcome) {
+		return lf, f, badRequest("outcome %q: want applied, unchanged, stale, none or pending", lf.Outcome)
+	}
+	for _, t := range []struct {
+		name, value string
+		dst         *time.Time
+	}{{"since", lf.Since, &f.Since}, {"until", lf.Until, &f.Until}} {
+		if t.value == "" {
+			continue
+		}
+		at, err := time.Parse(timeField, t.value)
+		if err != nil {
+			return lf, f, badRequest("%s %q: want a time such as 2026-01-02T15:04 (UTC)", t.name, t.value)
+		}
+		*t.dst = at
+	}
+	if lf.Query != "" {
+		if h, err := dedupe.ParseHash(lf.Query); err == nil {
+			f.Hash = h
+		} else {
+			f.EventID = lf.Query
+		}
 	}
 	if s := q.Get("before"); s != "" {
 		n, err := strconv.ParseInt(s, 10, 64)
@@ -119,7 +157,8 @@ func readFilter(r *http.Request) (listFilter, inbox.Filter, error) {
 // nextQuery is the query of the page after the one that ended at last.
 func (lf listFilter) nextQuery(last int64) string {
 	q := url.Values{}
-	for k, v := range map[string]string{"source": lf.Source, "tenant": lf.Tenant, "status": lf.Status, "q": lf.Query} {
+	for k, v := range map[string]string{"source": lf.Source, "tenant": lf.Tenant, "status": lf.Status, "outcome": lf.Outcome,
+		"since": lf.Since, "until": lf.Until, "q": lf.Query} {
 		if v != "" {
 			q.Set(k, v)
 		}
@@ -130,7 +169,7 @@ func (lf listFilter) nextQuery(last int64) string {
 
 // list reads one page of the events f selects.
 func (c *console) list(r *http.Request, lf listFilter, f inbox.Filter) (listData, error) {
-	d := listData{Filter: lf, Statuses: statuses}
+	d := listData{Filter: lf, Statuses: statuses, Outcomes: outcomes}
 	for _, s := range c.sources {
 		d.Sources = append(d.Sources, s.Name)
 	}
@@ -152,13 +191,10 @@ func (c *console) events(w http.ResponseWriter, r *http.Request, sess *session) 
 	if err != nil {
 		return err
 	}
-	if lf.Query != "" {
-		// A number is an event's inbox id: its page answers the search.
-		if id, err := strconv.ParseInt(lf.Query, 10, 64); err == nil && id > 0 {
-			http.Redirect(w, r, "/ui/events/"+strconv.FormatInt(id, 10), http.StatusSeeOther)
-			return nil
-		}
-		return badRequest("search %q: want an event's inbox id", lf.Query)
+	// A number is an event's inbox id: its page answers the search.
+	if id, err := strconv.ParseInt(lf.Query, 10, 64); err == nil && id > 0 {
+		http.Redirect(w, r, "/ui/events/"+strconv.FormatInt(id, 10), http.StatusSeeOther)
+		return nil
 	}
 	d, err := c.list(r, lf, f)
 	if err != nil {

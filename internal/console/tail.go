@@ -1,6 +1,7 @@
 package console
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -12,8 +13,7 @@ import (
 )
 
 // tailBatch is the most events one look at the inbox sends; when more
-// arrived since the last look, the oldest of them are skipped and the
-// tail says how many.
+// arrived since the last look, the next look sends the following ones.
 const tailBatch = 100
 
 // tailKeepAlive is how often an idle tail sends a comment, so proxies do
@@ -46,8 +46,8 @@ func (c *console) tailPage(w http.ResponseWriter, r *http.Request, sess *session
 }
 
 // tailStream sends the events stored after the cursor as server-sent
-// events, looking at the newest page of the inbox (one index read) every
-// tailEvery. The cursor starts at after= (the Last-Event-ID of a
+// events, oldest first, reading the page after the cursor (one index
+// read) every tailEvery. The cursor starts at after= (the Last-Event-ID of a
 // reconnecting browser) or at the newest event. At most MaxTail streams
 // are open at once; another is answered 503.
 func (c *console) tailStream(w http.ResponseWriter, r *http.Request, _ *session) error {
@@ -82,7 +82,7 @@ func (c *console) tailStream(w http.ResponseWriter, r *http.Request, _ *session)
 			return nil
 		case <-tick.C:
 		}
-		events, err := c.store.List(r.Context(), inbox.Filter{Source: source, Limit: tailBatch})
+		events, err := c.after(r.Context(), source, cursor)
 		if err != nil {
 			if r.Context().Err() != nil {
 				return nil
@@ -90,7 +90,6 @@ func (c *console) tailStream(w http.ResponseWriter, r *http.Request, _ *session)
 			c.log.Warn("console: live tail", "err", err)
 			continue
 		}
-		events = slices.DeleteFunc(events, func(e inbox.Event) bool { return e.ID <= cursor })
 		if len(events) == 0 {
 			if time.Since(quiet) > tailKeepAlive {
 				fmt.Fprint(w, ": still here\n\n")
@@ -98,9 +97,6 @@ func (c *console) tailStream(w http.ResponseWriter, r *http.Request, _ *session)
 				quiet = time.Now()
 			}
 			continue
-		}
-		if len(events) == tailBatch {
-			fmt.Fprint(w, "event: skipped\ndata: more events arrived than the tail shows at once; the oldest were skipped\n\n")
 		}
 		slices.Reverse(events)
 		for _, e := range events {
@@ -135,4 +131,30 @@ func (c *console) tailCursor(r *http.Request, source string) (int64, error) {
 		return 0, err
 	}
 	return newest[0].ID, nil
+}
+
+// tailFirst caps how many events a tail without a cursor sends at once.
+const tailFirst = 10 * tailBatch
+
+// after returns the events of source stored after cursor, newest first:
+// the tailBatch oldest of them. Cursor 0 is a tail opened on an empty
+// inbox, which the store's AfterID cannot express: its first events are
+// read page by page from the newest back (at most tailFirst).
+func (c *console) after(ctx context.Context, source string, cursor int64) ([]inbox.Event, error) {
+	f := inbox.Filter{Source: source, AfterID: cursor, Limit: tailBatch}
+	if cursor > 0 {
+		return c.store.List(ctx, f)
+	}
+	var all []inbox.Event
+	for {
+		page, err := c.store.List(ctx, f)
+		if err != nil {
+			return nil, err
+		}
+		all = append(all, page...)
+		if len(page) < f.Limit || len(all) >= tailFirst {
+			return all, nil
+		}
+		f.BeforeID = page[len(page)-1].ID
+	}
 }

@@ -34,7 +34,6 @@ function follow(table) {
   var stream = new EventSource(url);
   stream.onopen = function () { state.textContent = "Following: new events appear as they are stored."; };
   stream.onerror = function () { state.textContent = "Disconnected; reconnecting…"; };
-  stream.addEventListener("skipped", function (msg) { state.textContent = msg.data; });
   stream.addEventListener("stored", function (msg) {
     var e = JSON.parse(msg.data);
     var row = document.createElement("tr");
