@@ -169,7 +169,8 @@ type Limits struct {
 	// MaxPendingBody is how many request body bytes all requests together
 	// may hold before authentication (each counts its Content-Length, or
 	// max_body when it sends none); a request beyond it is answered 503
-	// with Retry-After before its body is read. At least max_body.
+	// with Retry-After before its body is read. A quarter of it is kept
+	// for bodies of at most 64 KiB. At least max_body.
 	MaxPendingBody ByteSize `yaml:"max_pending_body"`
 }
 

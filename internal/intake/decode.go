@@ -74,12 +74,22 @@ func (e *decodedTooLarge) Error() string {
 }
 
 // readBody reads body, at most limit bytes as sent, and decodes it from c,
-// at most limit bytes decoded. The decoder streams, so a small body that
-// decodes to gigabytes (a zip bomb) costs what limit allows and no more:
-// reading stops at the first byte past it.
-func readBody(body io.Reader, c coding, limit int64) ([]byte, error) {
+// at most limit bytes decoded. size is the body's Content-Length, -1 when
+// unknown; an unencoded body of known size is read into one buffer of
+// that size, so that it holds what the pending budget counts for it and
+// no more. The decoder streams, so a small body that decodes to gigabytes
+// (a zip bomb) costs what limit allows and no more: reading stops at the
+// first byte past it.
+func readBody(body io.Reader, size int64, c coding, limit int64) ([]byte, error) {
 	if c == codingIdentity {
-		return io.ReadAll(body)
+		if size < 0 || size > limit {
+			return io.ReadAll(body)
+		}
+		buf := make([]byte, size)
+		if _, err := io.ReadFull(body, buf); err != nil {
+			return nil, err
+		}
+		return buf, nil
 	}
 	var (
 		dec  io.Reader

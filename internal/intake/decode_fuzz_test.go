@@ -29,7 +29,7 @@ func FuzzReadBody(f *testing.F) {
 	seed(gzip.NewWriter(&buf), &buf, make([]byte, 64<<10))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		for _, c := range []coding{codingGzip, codingDeflate} {
-			out, err := readBody(bytes.NewReader(data), c, limit)
+			out, err := readBody(bytes.NewReader(data), -1, c, limit)
 			if len(out) > limit {
 				t.Fatalf("%d bytes decoded, over the limit of %d", len(out), limit)
 			}

@@ -31,6 +31,17 @@ const storeRetryAfter = 5 * time.Second
 // DefaultMaxPendingBody is Options.MaxPendingBody when it is zero.
 const DefaultMaxPendingBody = 64 << 20
 
+// smallBody is the largest body that may use the share of the pending
+// budget kept for small bodies, and smallReserveDiv sets that share: a
+// quarter of the budget (less when the budget is close to max_body, so
+// that a body of max_body still fits the rest). Webhooks are mostly a few
+// KiB; slow senders of bodies near max_body then fill at most the other
+// three quarters.
+const (
+	smallBody       = 64 << 10
+	smallReserveDiv = 4
+)
+
 // busyRetryAfter is what a sender is told to wait when the bytes held
 // before authentication are at their limit.
 const busyRetryAfter = time.Second
@@ -43,7 +54,9 @@ type Options struct {
 	MaxBody int64
 	// MaxPendingBody bounds the body bytes all requests together hold
 	// before they are authenticated (503 beyond); zero means
-	// DefaultMaxPendingBody. It is raised to MaxBody if lower.
+	// DefaultMaxPendingBody. It is raised to MaxBody if lower. A quarter
+	// of it (less when that would leave no room for a body of MaxBody)
+	// is kept for bodies of at most 64 KiB.
 	MaxPendingBody int64
 	// Ready reports whether the store answers; /readyz calls it.
 	Ready  func(context.Context) error
@@ -59,9 +72,13 @@ type Handler struct {
 	sources   map[string]*source.Source
 	committer *Committer
 	maxBody   int64
-	pending   *semaphore.Weighted // body bytes held before authentication
-	ready     func(context.Context) error
-	log       *slog.Logger
+	// pending is the budget of body bytes held before authentication,
+	// in two pools: small bodies (up to smallBody) take from either,
+	// larger ones only from the general pool, so that slow senders of
+	// large bodies cannot take the share small bodies always have.
+	pending struct{ small, general *semaphore.Weighted }
+	ready   func(context.Context) error
+	log     *slog.Logger
 	// errs writes the error lines a flood could repeat (every request
 	// refused while the store is down) at a bounded rate.
 	errs     *lograte.Logger
@@ -100,7 +117,10 @@ func NewHandler(opts Options) *Handler {
 	if maxPending <= 0 {
 		maxPending = DefaultMaxPendingBody
 	}
-	h.pending = semaphore.NewWeighted(max(maxPending, h.maxBody))
+	maxPending = max(maxPending, h.maxBody)
+	reserve := min(maxPending/smallReserveDiv, maxPending-h.maxBody)
+	h.pending.small = semaphore.NewWeighted(reserve)
+	h.pending.general = semaphore.NewWeighted(maxPending - reserve)
 	if h.log == nil {
 		h.log = slog.New(slog.DiscardHandler)
 	}
@@ -252,17 +272,20 @@ func (h *Handler) accept(w http.ResponseWriter, r *http.Request, src *source.Sou
 	if r.ContentLength >= 0 && c == codingIdentity {
 		weight = min(weight, r.ContentLength)
 	}
-	if !h.pending.TryAcquire(weight) {
+	pool := h.pending.general
+	if weight <= smallBody && h.pending.small.TryAcquire(weight) {
+		pool = h.pending.small
+	} else if !pool.TryAcquire(weight) {
 		h.busyPending.Inc()
 		return 0, Response{}, &requestError{status: http.StatusServiceUnavailable, msg: "too many requests in progress, retry later",
 			retryAfter: busyRetryAfter, uncounted: true}
 	}
-	release := sync.OnceFunc(func() { h.pending.Release(weight) })
+	release := sync.OnceFunc(func() { pool.Release(weight) })
 	defer release()
 	// The body is verified, stored and delivered decoded: the senders that
 	// compress sign the payload, not its compressed form, and a
 	// destination gets no Content-Encoding with it.
-	body, err := readBody(http.MaxBytesReader(w, r.Body, h.maxBody), c, h.maxBody)
+	body, err := readBody(http.MaxBytesReader(w, r.Body, h.maxBody), r.ContentLength, c, h.maxBody)
 	if err != nil {
 		var tooBig *http.MaxBytesError
 		var decodedTooBig *decodedTooLarge

@@ -123,3 +123,49 @@ func TestNotReadyCounted(t *testing.T) {
 		t.Errorf("hookgate_busy_total{reason=not_ready} = %v, want 2", got)
 	}
 }
+
+// Slow senders of large bodies fill at most three quarters of the pending
+// budget: with that share held, another large body is 503, and a small
+// one is still read (401 here: it is unsigned).
+func TestPendingBodyBudgetKeepsSmallShare(t *testing.T) {
+	t.Parallel()
+	src, err := source.New(testSources()[2], config.Default().Dedupe)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := intake.NewCommitter(openStore(t), intake.CommitterOptions{})
+	defer c.Close()
+	const maxBody = 256 << 10 // larger than the bodies of the small share
+	m := metrics.New()
+	srv := httptest.NewServer(intake.NewHandler(intake.Options{Sources: []*source.Source{src}, Committer: c,
+		MaxBody: maxBody, MaxPendingBody: 4 * maxBody, Metrics: m}))
+	defer srv.Close()
+
+	for range 3 {
+		slow, err := net.Dial("tcp", srv.Listener.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer slow.Close()
+		fmt.Fprintf(slow, "POST /in/stripe HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\nab", maxBody)
+	}
+	post := func(size int) int {
+		resp, err := http.Post(srv.URL+"/in/stripe", "application/json", bytes.NewReader(bytes.Repeat([]byte("a"), size)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for post(maxBody) != http.StatusServiceUnavailable {
+		if time.Now().After(deadline) {
+			t.Fatal("a large body while three slow ones are held: never 503")
+		}
+	}
+	for range 3 {
+		if st := post(100); st != http.StatusUnauthorized {
+			t.Fatalf("a small body while the large share is held: %d, want it read (401)", st)
+		}
+	}
+}
