@@ -8,7 +8,8 @@
 // signature with the verify package (401), then in one transaction inserts
 // the webhook-id into the keys table (INSERT OR IGNORE) and, when the id is
 // new, the payload into the events table, and commits durably (WAL,
-// synchronous=FULL, through dedupe/sqlite's OpenDB). It answers 202 for a
+// synchronous=FULL, busy timeout, BEGIN IMMEDIATE, and SQLite's own
+// checkpoints, which run inside the commit that fills the WAL). It answers 202 for a
 // new id, 200 for a duplicate and 503 when the store fails.
 //
 // -db also takes a PostgreSQL URL (postgres://...): the same transaction
