@@ -377,7 +377,9 @@ func writeDetail(w io.Writer, d eventview.Detail) error {
 		b.WriteString("  (none)\n")
 	}
 	b.WriteString("\npayload\n")
-	payload := d.PayloadText
+	// The body is in one of the three fields; a body that is not UTF-8
+	// (PayloadBase64) is printed as text too, its invalid bytes escaped.
+	payload := d.PayloadText + string(d.PayloadBase64)
 	if d.Payload != nil {
 		var pretty bytes.Buffer
 		if err := json.Indent(&pretty, d.Payload, "", "  "); err == nil {
