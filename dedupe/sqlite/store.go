@@ -150,23 +150,11 @@ func (s *Store) Release(ctx context.Context, leases ...dedupe.Lease) error {
 // a chunk fails, it returns what the committed chunks removed with the
 // error.
 func (s *Store) Sweep(ctx context.Context) (int, error) {
-	now := s.keys.Now().UnixNano()
-	removed := 0
-	for {
-		var n int64
-		err := s.write(ctx, "sweep", func(tx *sql.Tx) error {
-			var err error
-			n, err = sqlitedb.SweepKeys(ctx, tx, now)
-			return err
-		})
-		if err != nil {
-			return removed, err
-		}
-		removed += int(n)
-		if n < sqlitedb.SweepLimit {
-			return removed, nil
-		}
+	removed, err := s.keys.Sweep(ctx)
+	if err != nil {
+		return removed, fail(ctx, "sweep", err)
 	}
+	return removed, nil
 }
 
 // write runs fn in a transaction of its own, which it commits if fn

@@ -167,22 +167,12 @@ func (k Keys) upsertClaims(ctx context.Context, tx *sql.Tx, args []any, committe
 // queryLeases runs q, which returns (hash, token) rows, and hands each row
 // to add.
 func (k Keys) queryLeases(ctx context.Context, tx *sql.Tx, q string, args []any, add func(dedupe.Lease)) error {
-	st, err := k.db.Stmt(ctx, tx, q)
-	if err != nil {
-		return err
-	}
-	defer st.Close()
-	got, err := st.QueryContext(ctx, args...)
-	if err != nil {
-		return err
-	}
-	defer got.Close()
-	for got.Next() {
+	return k.db.EachRow(ctx, tx, q, args, func(rows *sql.Rows) error {
 		var (
 			raw []byte
 			tok int64
 		)
-		if err := got.Scan(&raw, &tok); err != nil {
+		if err := rows.Scan(&raw, &tok); err != nil {
 			return err
 		}
 		h, err := toHash(raw)
@@ -190,8 +180,8 @@ func (k Keys) queryLeases(ctx context.Context, tx *sql.Tx, q string, args []any,
 			return err
 		}
 		add(dedupe.Lease{Hash: h, Token: dedupe.Token(tok)})
-	}
-	return got.Err()
+		return nil
+	})
 }
 
 // readHeld returns the rows of hashes.
@@ -212,22 +202,13 @@ func (k Keys) readHeldRows(ctx context.Context, tx *sql.Tx, hashes []dedupe.Hash
 	for _, h := range hashes {
 		args = append(args, h[:])
 	}
-	st, err := k.db.Stmt(ctx, tx, "SELECT hash, token, committed, first_seen, expires FROM dedupe_keys WHERE hash IN ("+Rows("?", len(hashes))+")")
-	if err != nil {
-		return err
-	}
-	defer st.Close()
-	got, err := st.QueryContext(ctx, args...)
-	if err != nil {
-		return err
-	}
-	defer got.Close()
-	for got.Next() {
+	q := "SELECT hash, token, committed, first_seen, expires FROM dedupe_keys WHERE hash IN (" + Rows("?", len(hashes)) + ")"
+	return k.db.EachRow(ctx, tx, q, args, func(rows *sql.Rows) error {
 		var (
 			raw []byte
 			r   held
 		)
-		if err := got.Scan(&raw, &r.token, &r.committed, &r.firstSeen, &r.expires); err != nil {
+		if err := rows.Scan(&raw, &r.token, &r.committed, &r.firstSeen, &r.expires); err != nil {
 			return err
 		}
 		h, err := toHash(raw)
@@ -235,8 +216,8 @@ func (k Keys) readHeldRows(ctx context.Context, tx *sql.Tx, hashes []dedupe.Hash
 			return err
 		}
 		keys[h] = r
-	}
-	return got.Err()
+		return nil
+	})
 }
 
 // Commit commits leases in tx. lost reports the first lease that no longer
@@ -278,6 +259,30 @@ func (k Keys) Release(ctx context.Context, tx *sql.Tx, leases []dedupe.Lease) er
 		leases = leases[n:]
 	}
 	return nil
+}
+
+// Sweep deletes the keys that expired by the keys' clock, in write
+// transactions of at most SweepLimit keys each, so that other writers wait
+// behind one chunk, not the whole sweep. If a chunk fails, it returns what
+// the committed chunks removed with the error.
+func (k Keys) Sweep(ctx context.Context) (int, error) {
+	now := k.Now().UnixNano()
+	removed := 0
+	for {
+		var n int64
+		err := k.db.Write(ctx, func(tx *sql.Tx) error {
+			var err error
+			n, err = SweepKeys(ctx, tx, now)
+			return err
+		})
+		if err != nil {
+			return removed, err
+		}
+		removed += int(n)
+		if n < SweepLimit {
+			return removed, nil
+		}
+	}
 }
 
 // SweepKeys deletes up to SweepLimit keys that expired by now.

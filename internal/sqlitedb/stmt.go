@@ -85,3 +85,24 @@ func Rows(tuple string, n int) string {
 	}
 	return b.String()
 }
+
+// EachRow runs query, through its statement prepared once ([DB.Stmt]), in tx
+// with args, and hands each row to scan.
+func (d *DB) EachRow(ctx context.Context, tx *sql.Tx, query string, args []any, scan func(*sql.Rows) error) error {
+	st, err := d.Stmt(ctx, tx, query)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	rows, err := st.QueryContext(ctx, args...)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		if err := scan(rows); err != nil {
+			return err
+		}
+	}
+	return rows.Err()
+}

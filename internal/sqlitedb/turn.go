@@ -33,6 +33,11 @@ func (d *DB) Write(ctx context.Context, fn func(*sql.Tx) error) error {
 	}
 	defer unlock()
 	tx, err := d.BeginTx(ctx, nil)
+	return run(tx, err, fn)
+}
+
+// run runs fn in tx, which began with err, and commits tx if fn succeeds.
+func run(tx *sql.Tx, err error, fn func(*sql.Tx) error) error {
 	if err != nil {
 		return err
 	}
@@ -83,12 +88,5 @@ func (d *DB) WriteLazy(ctx context.Context, fn func(*sql.Tx) error) (err error) 
 		}
 	}()
 	tx, err := conn.BeginTx(ctx, nil)
-	if err != nil {
-		return err
-	}
-	if err := fn(tx); err != nil {
-		tx.Rollback()
-		return err
-	}
-	return tx.Commit()
+	return run(tx, err, fn)
 }

@@ -85,30 +85,21 @@ func guard(ctx context.Context, db *sqlitedb.DB, tx *sql.Tx, items []inbox.Item,
 // keepDigests writes the n digests in args (digest, first seen, expires)
 // that are absent or expired, and returns the ones it wrote.
 func keepDigests(ctx context.Context, db *sqlitedb.DB, tx *sql.Tx, args []any, n int) (map[dedupe.Hash]bool, error) {
-	st, err := db.Stmt(ctx, tx, `INSERT INTO replay_digests (digest, first_seen, expires) VALUES `+
-		sqlitedb.Rows("(?, ?, ?)", n)+
+	q := `INSERT INTO replay_digests (digest, first_seen, expires) VALUES ` + sqlitedb.Rows("(?, ?, ?)", n) +
 		` ON CONFLICT (digest) DO UPDATE SET first_seen = excluded.first_seen, expires = excluded.expires
-		WHERE replay_digests.expires <= excluded.first_seen RETURNING digest`)
-	if err != nil {
-		return nil, err
-	}
-	defer st.Close()
-	rows, err := st.QueryContext(ctx, args...)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
+		WHERE replay_digests.expires <= excluded.first_seen RETURNING digest`
 	kept := make(map[dedupe.Hash]bool, n)
-	for rows.Next() {
+	err := db.EachRow(ctx, tx, q, args, func(rows *sql.Rows) error {
 		var raw []byte
 		if err := rows.Scan(&raw); err != nil {
-			return nil, err
+			return err
 		}
 		var d dedupe.Hash
 		copy(d[:], raw)
 		kept[d] = true
-	}
-	return kept, rows.Err()
+		return nil
+	})
+	return kept, err
 }
 
 // readDigests returns the first sighting and expiry of digests, as the
@@ -130,18 +121,8 @@ func readDigests(ctx context.Context, db *sqlitedb.DB, tx *sql.Tx, digests []ded
 
 // readDigestRows reads the digests in args into out in one statement.
 func readDigestRows(ctx context.Context, db *sqlitedb.DB, tx *sql.Tx, args []any, out map[dedupe.Hash]inbox.Outcome) error {
-	st, err := db.Stmt(ctx, tx, `SELECT digest, first_seen, expires FROM replay_digests
-		WHERE digest IN (`+sqlitedb.Rows("?", len(args))+`)`)
-	if err != nil {
-		return err
-	}
-	defer st.Close()
-	rows, err := st.QueryContext(ctx, args...)
-	if err != nil {
-		return err
-	}
-	defer rows.Close()
-	for rows.Next() {
+	q := `SELECT digest, first_seen, expires FROM replay_digests WHERE digest IN (` + sqlitedb.Rows("?", len(args)) + `)`
+	return db.EachRow(ctx, tx, q, args, func(rows *sql.Rows) error {
 		var (
 			raw            []byte
 			first, expires int64
@@ -152,8 +133,8 @@ func readDigestRows(ctx context.Context, db *sqlitedb.DB, tx *sql.Tx, args []any
 		var d dedupe.Hash
 		copy(d[:], raw)
 		out[d] = inbox.Outcome{Status: dedupe.Duplicate, FirstSeen: fromNanos(first), Expires: fromNanos(expires)}
-	}
-	return rows.Err()
+		return nil
+	})
 }
 
 // sweepDigests deletes up to idChunk digests that expired by now.

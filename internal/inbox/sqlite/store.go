@@ -207,20 +207,11 @@ func (s *Store) insert(ctx context.Context, tx *sql.Tx, items []inbox.Item, head
 			e.EntityType, e.EntityID, e.EntityVersion, e.EntityOrder, e.EntityState,
 			e.Payload, string(headers[i]), received)
 	}
-	st, err := s.db.Stmt(ctx, tx, `INSERT INTO events
+	q := `INSERT INTO events
 		(hash, scope, source, provider, tenant, event_id, event_type, entity_type, entity_id,
-		 entity_version, entity_order, entity_state, payload, headers, received_at) VALUES `+
-		sqlitedb.Rows("(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)", len(idx))+` RETURNING id, hash`)
-	if err != nil {
-		return err
-	}
-	defer st.Close()
-	rows, err := st.QueryContext(ctx, args...)
-	if err != nil {
-		return err
-	}
-	defer rows.Close()
-	for rows.Next() {
+		 entity_version, entity_order, entity_state, payload, headers, received_at) VALUES ` +
+		sqlitedb.Rows("(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)", len(idx)) + ` RETURNING id, hash`
+	return s.db.EachRow(ctx, tx, q, args, func(rows *sql.Rows) error {
 		var (
 			id   int64
 			hash []byte
@@ -231,8 +222,8 @@ func (s *Store) insert(ctx context.Context, tx *sql.Tx, items []inbox.Item, head
 		var h dedupe.Hash
 		copy(h[:], hash)
 		out[at[h]].ID = id
-	}
-	return rows.Err()
+		return nil
+	})
 }
 
 const columns = `id, hash, scope, source, provider, tenant, event_id, event_type, entity_type, entity_id,

@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/hookgate/hookgate/internal/inbox"
-	"github.com/hookgate/hookgate/internal/sqlitedb"
 )
 
 // Sweep implements inbox.Store. Expired keys, expired replay guard digests
@@ -15,22 +14,12 @@ import (
 // transaction fails, the result counts what the committed ones removed.
 func (s *Store) Sweep(ctx context.Context, processedBefore time.Time) (inbox.SweepResult, error) {
 	var res inbox.SweepResult
-	now := s.now().UnixNano()
-	for {
-		var n int64
-		err := s.write(ctx, "sweep keys", func(tx *sql.Tx) error {
-			var err error
-			n, err = sqlitedb.SweepKeys(ctx, tx, now)
-			return err
-		})
-		if err != nil {
-			return res, err
-		}
-		res.Keys += int(n)
-		if n < sqlitedb.SweepLimit {
-			break
-		}
+	keys, err := s.keys.Sweep(ctx)
+	res.Keys = keys
+	if err != nil {
+		return res, fail(ctx, "sweep keys", err)
 	}
+	now := s.now().UnixNano()
 	for {
 		var n int
 		err := s.write(ctx, "sweep digests", func(tx *sql.Tx) error {
