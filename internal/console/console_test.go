@@ -139,6 +139,14 @@ func (b *bundle) do(method, path string, form url.Values) (int, string) {
 	return resp.StatusCode, string(data)
 }
 
+// wantCode sends a request and wants code.
+func (b *bundle) wantCode(method, path string, form url.Values, code int) {
+	b.t.Helper()
+	if got, body := b.do(method, path, form); got != code {
+		b.t.Errorf("%s %s %v = %d, want %d: %.300s", method, path, form, got, code, body)
+	}
+}
+
 // get wants 200 for a GET of path and returns the page.
 func (b *bundle) get(path string) string {
 	b.t.Helper()
@@ -211,9 +219,7 @@ func TestSignInRequired(t *testing.T) {
 		}
 	}
 	for _, p := range []string{"/ui/replay", "/ui/logout"} {
-		if code, _ := b.do(http.MethodPost, p, url.Values{"id": {"1"}}); code != http.StatusUnauthorized {
-			t.Errorf("POST %s without a session = %d, want 401", p, code)
-		}
+		b.wantCode(http.MethodPost, p, url.Values{"id": {"1"}}, http.StatusUnauthorized)
 	}
 	req, _ := http.NewRequest(http.MethodGet, b.srv.URL+"/ui/events", nil)
 	resp, err := b.client.Do(req)
@@ -229,18 +235,12 @@ func TestSignInRequired(t *testing.T) {
 	if code != http.StatusUnauthorized || !strings.Contains(form, "not the admin token") {
 		t.Errorf("wrong token = %d %s", code, form)
 	}
-	if code, _ := b.do(http.MethodPost, "/ui/login", url.Values{"csrf": {b.csrf(form)}, "token": {token[:5]}}); code != http.StatusUnauthorized {
-		t.Errorf("prefix of the token = %d, want 401", code)
-	}
-	if code, _ := b.do(http.MethodGet, "/ui/", nil); code != http.StatusSeeOther {
-		t.Errorf("after a failed sign-in GET /ui/ = %d, want 303", code)
-	}
+	b.wantCode(http.MethodPost, "/ui/login", url.Values{"csrf": {b.csrf(form)}, "token": {token[:5]}}, http.StatusUnauthorized)
+	b.wantCode(http.MethodGet, "/ui/", nil, http.StatusSeeOther)
 
 	// A sign-in form posted without the form's own token (from another
 	// site) is refused, even with the right admin token.
-	if code, _ := b.do(http.MethodPost, "/ui/login", url.Values{"csrf": {"forged"}, "token": {token}}); code != http.StatusForbidden {
-		t.Errorf("sign-in with a forged form token = %d, want 403", code)
-	}
+	b.wantCode(http.MethodPost, "/ui/login", url.Values{"csrf": {"forged"}, "token": {token}}, http.StatusForbidden)
 
 	code, _ = b.do(http.MethodPost, "/ui/login", url.Values{"csrf": {b.csrf(b.get("/ui/login"))}, "token": {token}, "next": {"/ui/events"}})
 	if code != http.StatusSeeOther {
@@ -249,9 +249,7 @@ func TestSignInRequired(t *testing.T) {
 	for _, p := range pages[:6] {
 		b.get(p)
 	}
-	if code, _ := b.do(http.MethodGet, "/ui/nowhere", nil); code != http.StatusNotFound {
-		t.Errorf("GET /ui/nowhere signed in = %d, want 404", code)
-	}
+	b.wantCode(http.MethodGet, "/ui/nowhere", nil, http.StatusNotFound)
 }
 
 // The session cookie is HttpOnly, SameSite=Strict, scoped to /ui/, Secure
@@ -315,21 +313,13 @@ func TestSessionEnds(t *testing.T) {
 	b.clock.Advance(59 * time.Minute)
 	b.get("/ui/")
 	b.clock.Advance(time.Minute)
-	if code, _ := b.do(http.MethodGet, "/ui/", nil); code != http.StatusSeeOther {
-		t.Errorf("after the session's hour GET /ui/ = %d, want 303", code)
-	}
+	b.wantCode(http.MethodGet, "/ui/", nil, http.StatusSeeOther)
 
 	csrf := b.signIn()
-	if code, _ := b.do(http.MethodPost, "/ui/logout", url.Values{}); code != http.StatusForbidden {
-		t.Errorf("sign-out without the CSRF token = %d, want 403", code)
-	}
+	b.wantCode(http.MethodPost, "/ui/logout", url.Values{}, http.StatusForbidden)
 	b.get("/ui/")
-	if code, _ := b.do(http.MethodPost, "/ui/logout", url.Values{"csrf": {csrf}}); code != http.StatusSeeOther {
-		t.Errorf("sign-out = %d, want 303", code)
-	}
-	if code, _ := b.do(http.MethodGet, "/ui/", nil); code != http.StatusSeeOther {
-		t.Errorf("after sign-out GET /ui/ = %d, want 303", code)
-	}
+	b.wantCode(http.MethodPost, "/ui/logout", url.Values{"csrf": {csrf}}, http.StatusSeeOther)
+	b.wantCode(http.MethodGet, "/ui/", nil, http.StatusSeeOther)
 }
 
 // A POST without the session's CSRF token changes nothing.
@@ -347,9 +337,7 @@ func TestCSRFRefused(t *testing.T) {
 		"another session's":      {"id": {fmt.Sprint(ids[0])}, "confirm": {"1"}, "csrf": {otherCSRF}},
 		"the session's and more": {"id": {fmt.Sprint(ids[0])}, "confirm": {"1"}, "csrf": {csrf + "x"}},
 	} {
-		if code, _ := b.do(http.MethodPost, "/ui/replay", form); code != http.StatusForbidden {
-			t.Errorf("replay with %s CSRF token = %d, want 403", name, code)
-		}
+		b.wantCode(http.MethodPost, "/ui/replay", form, http.StatusForbidden)
 		if st := b.status(ids[0]); st != inbox.StatusDead {
 			t.Fatalf("replay with %s CSRF token: event is %s", name, st)
 		}
@@ -432,12 +420,8 @@ func TestPaging(t *testing.T) {
 	if body := b.get("/ui/events?source=github"); len(rowLink.FindAllString(body, -1)) != 2 || nextLink.MatchString(body) {
 		t.Errorf("github: want two events and no next page")
 	}
-	if code, _ := b.do(http.MethodGet, "/ui/events?status=lost", nil); code != http.StatusBadRequest {
-		t.Errorf("unknown status = %d, want 400", code)
-	}
-	if code, _ := b.do(http.MethodGet, "/ui/events?q=3", nil); code != http.StatusSeeOther {
-		t.Errorf("search by inbox id = %d, want 303 to the event", code)
-	}
+	b.wantCode(http.MethodGet, "/ui/events?status=lost", nil, http.StatusBadRequest)
+	b.wantCode(http.MethodGet, "/ui/events?q=3", nil, http.StatusSeeOther)
 }
 
 // The event page shows what is stored of an event and each attempt.
@@ -452,9 +436,7 @@ func TestEventPage(t *testing.T) {
 			t.Errorf("event page lacks %q", want)
 		}
 	}
-	if code, _ := b.do(http.MethodGet, "/ui/events/999", nil); code != http.StatusNotFound {
-		t.Errorf("unknown event = %d, want 404", code)
-	}
+	b.wantCode(http.MethodGet, "/ui/events/999", nil, http.StatusNotFound)
 }
 
 // A replay shows its count first and runs only when confirmed.
@@ -494,9 +476,7 @@ func TestReplayCountsFirst(t *testing.T) {
 		{"id": {"1"}, "destination": {"app"}},
 	} {
 		bad.Set("csrf", csrf)
-		if code, _ := b.do(http.MethodPost, "/ui/replay", bad); code != http.StatusBadRequest {
-			t.Errorf("replay %v = %d, want 400", bad, code)
-		}
+		b.wantCode(http.MethodPost, "/ui/replay", bad, http.StatusBadRequest)
 	}
 	code, body := b.do(http.MethodPost, "/ui/replay", url.Values{"csrf": {csrf}, "confirm": {"1"}, "dead": {"1"}, "source": {"stripe"}, "tenant": {"acme"}})
 	if code != http.StatusOK || !strings.Contains(body, "Replayed 3 event(s)") {
@@ -644,9 +624,7 @@ func TestSearch(t *testing.T) {
 		}
 	}
 	for _, bad := range []string{"outcome=lost", "since=yesterday", "until=2026-13-01T00:00"} {
-		if code, _ := b.do(http.MethodGet, "/ui/events?"+bad, nil); code != http.StatusBadRequest {
-			t.Errorf("%s = %d, want 400", bad, code)
-		}
+		b.wantCode(http.MethodGet, "/ui/events?"+bad, nil, http.StatusBadRequest)
 	}
 }
 
