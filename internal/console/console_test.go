@@ -257,28 +257,41 @@ func TestSignInRequired(t *testing.T) {
 func TestSessionCookie(t *testing.T) {
 	t.Parallel()
 	b := setup(t, console.Options{})
-	for _, secure := range []bool{false, true} {
+	for _, c := range []struct {
+		name      string
+		tls       bool
+		forwarded string
+		secure    bool
+	}{
+		{"plain HTTP", false, "", false},
+		{"TLS", true, "", true},
+		{"behind a TLS proxy", false, "https", true},
+		{"behind a plain proxy", false, "http", false},
+	} {
+		secure := c.secure
 		h, err := console.New(b.opts)
 		if err != nil {
 			t.Fatal(err)
 		}
 		login := httptest.NewRequest(http.MethodGet, "/ui/login", nil)
-		if secure {
+		if c.tls {
 			login.TLS = &tls.ConnectionState{}
 		}
+		login.Header.Set("X-Forwarded-Proto", c.forwarded)
 		rec := httptest.NewRecorder()
 		h.ServeHTTP(rec, login)
 		var formCookie *http.Cookie
-		for _, c := range rec.Result().Cookies() {
-			formCookie = c
+		for _, ck := range rec.Result().Cookies() {
+			formCookie = ck
 		}
 		var ids []string
 		for range 2 {
 			form := url.Values{"csrf": {b.csrf(rec.Body.String())}, "token": {token}, "next": {"//evil.example/ui/"}}
 			req := httptest.NewRequest(http.MethodPost, "/ui/login", strings.NewReader(form.Encode()))
-			if secure {
+			if c.tls {
 				req.TLS = &tls.ConnectionState{}
 			}
+			req.Header.Set("X-Forwarded-Proto", c.forwarded)
 			req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 			req.AddCookie(formCookie)
 			out := httptest.NewRecorder()
@@ -286,16 +299,16 @@ func TestSessionCookie(t *testing.T) {
 			if loc := out.Header().Get("Location"); loc != "/ui/" {
 				t.Errorf("sign-in with next=//evil.example/ui/ sends to %q, want /ui/", loc)
 			}
-			for _, c := range out.Result().Cookies() {
-				if c.Name != "hookgate_session" {
+			for _, ck := range out.Result().Cookies() {
+				if ck.Name != "hookgate_session" {
 					continue
 				}
-				ids = append(ids, c.Value)
-				if !c.HttpOnly || c.SameSite != http.SameSiteStrictMode || c.Path != "/ui/" || c.Secure != secure {
-					t.Errorf("TLS %v: session cookie %+v", secure, c)
+				ids = append(ids, ck.Value)
+				if !ck.HttpOnly || ck.SameSite != http.SameSiteStrictMode || ck.Path != "/ui/" || ck.Secure != secure {
+					t.Errorf("%s: session cookie %+v", c.name, ck)
 				}
-				if len(c.Value) < 40 {
-					t.Errorf("session id %q is short", c.Value)
+				if len(ck.Value) < 40 {
+					t.Errorf("session id %q is short", ck.Value)
 				}
 			}
 		}

@@ -98,11 +98,18 @@ func (s *sessions) close(id string) {
 	delete(s.byID, sha256.Sum256([]byte(id)))
 }
 
-// cookie returns a console cookie: HttpOnly, SameSite=Strict, Secure on a
-// TLS connection.
+// cookie returns a console cookie: HttpOnly, SameSite=Strict, Secure when
+// the browser came over TLS: to this server, or to a proxy in front of it
+// that says so in X-Forwarded-Proto (a sender who forges the header only
+// makes its own cookie stricter).
 func cookie(r *http.Request, name, value, path string, maxAge int) *http.Cookie {
 	return &http.Cookie{Name: name, Value: value, Path: path, MaxAge: maxAge,
-		HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil}
+		HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: overTLS(r)}
+}
+
+// overTLS reports whether the browser came over TLS.
+func overTLS(r *http.Request) bool {
+	return r.TLS != nil || strings.EqualFold(r.Header.Get("X-Forwarded-Proto"), "https")
 }
 
 // sameToken compares two tokens in constant time; an empty one never

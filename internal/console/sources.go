@@ -51,7 +51,7 @@ type destinationInfo struct {
 
 func (c *console) sourcesPage(w http.ResponseWriter, r *http.Request, sess *session) error {
 	base := "http://" + r.Host
-	if r.TLS != nil {
+	if overTLS(r) {
 		base = "https://" + r.Host
 	}
 	out := make([]sourceInfo, 0, len(c.sources))
