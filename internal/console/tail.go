@@ -22,13 +22,14 @@ const tailKeepAlive = 15 * time.Second
 
 // tailEvent is one event as the live tail sends it.
 type tailEvent struct {
-	ID         int64     `json:"id"`
-	ReceivedAt time.Time `json:"received_at"`
-	Source     string    `json:"source"`
-	Tenant     string    `json:"tenant"`
-	EventID    string    `json:"event_id"`
-	Type       string    `json:"type"`
-	Status     string    `json:"status"`
+	ID int64 `json:"id"`
+	// ReceivedAt is in the form the pages show times.
+	ReceivedAt string `json:"received_at"`
+	Source     string `json:"source"`
+	Tenant     string `json:"tenant"`
+	EventID    string `json:"event_id"`
+	Type       string `json:"type"`
+	Status     string `json:"status"`
 }
 
 // tailData is what the tail page shows.
@@ -100,7 +101,7 @@ func (c *console) tailStream(w http.ResponseWriter, r *http.Request, _ *session)
 		}
 		slices.Reverse(events)
 		for _, e := range events {
-			data, err := json.Marshal(tailEvent{ID: e.ID, ReceivedAt: e.ReceivedAt, Source: e.Source, Tenant: e.Tenant,
+			data, err := json.Marshal(tailEvent{ID: e.ID, ReceivedAt: when(e.ReceivedAt), Source: e.Source, Tenant: e.Tenant,
 				EventID: e.EventID, Type: e.Type, Status: string(e.Status)})
 			if err != nil {
 				return err

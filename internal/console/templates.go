@@ -13,17 +13,19 @@ var pageNames = []string{"login", "error", "overview", "events", "dead", "event"
 // funcs are the helpers the templates use. None returns template.HTML:
 // everything a page shows is escaped by html/template.
 var funcs = template.FuncMap{
-	// when formats a time in UTC to the second; "" for the zero time.
-	"when": func(t time.Time) string {
-		if t.IsZero() {
-			return ""
-		}
-		return t.UTC().Format("2006-01-02 15:04:05Z")
-	},
+	"when": when,
 	// percent formats a share in [0, 1].
 	"percent": func(f float64) string { return fmt.Sprintf("%.1f%%", f*100) },
 	// ms formats milliseconds.
 	"ms": func(f float64) string { return fmt.Sprintf("%.1f ms", f) },
+}
+
+// when formats a time in UTC to the second; "" for the zero time.
+func when(t time.Time) string {
+	if t.IsZero() {
+		return ""
+	}
+	return t.UTC().Format("2006-01-02 15:04:05Z")
 }
 
 // parsePages parses every page with the layout.
