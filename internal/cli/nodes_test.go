@@ -36,13 +36,25 @@ func nodes(t *testing.T, n int, sinkURL string) ([]*process, string) {
 // sessions apart.
 func nodesOn(t *testing.T, db string, n int, sinkURL, extra string) []*process {
 	t.Helper()
+	paths := nodeConfigs(t, db, n, sinkURL, func(int) string { return extra })
+	ps := make([]*process, n)
+	for i, path := range paths {
+		ps[i] = startServe(t, "--config", path)
+	}
+	return ps
+}
+
+// nodeConfigs writes the configuration files of n nodes on db (see
+// nodesOn), node i's with extra(i) appended, and returns their paths.
+func nodeConfigs(t *testing.T, db string, n int, sinkURL string, extra func(i int) string) []string {
+	t.Helper()
 	dir := t.TempDir()
 	secretFile := dir + "/secret"
 	if err := os.WriteFile(secretFile, []byte(crashSecret), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	ps := make([]*process, n)
-	for i := range ps {
+	paths := make([]string, n)
+	for i := range paths {
 		u, err := neturl.Parse(db)
 		if err != nil {
 			t.Fatal(err)
@@ -59,7 +71,7 @@ lease: 3s
   - name: app
     provider: standard
     secret: file:%s
-`, u.String(), extra, secretFile)
+`, u.String(), extra(i), secretFile)
 		if sinkURL != "" {
 			cfg += fmt.Sprintf(`    destinations:
       - name: sink
@@ -69,13 +81,12 @@ lease: 3s
         retry_max_delay: 1s
 `, sinkURL)
 		}
-		path := fmt.Sprintf("%s/node%d.yaml", dir, i)
-		if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
+		paths[i] = fmt.Sprintf("%s/node%d.yaml", dir, i)
+		if err := os.WriteFile(paths[i], []byte(cfg), 0o600); err != nil {
 			t.Fatal(err)
 		}
-		ps[i] = startServe(t, "--config", path)
 	}
-	return ps
+	return paths
 }
 
 // nodeName is the application_name of node i's sessions.

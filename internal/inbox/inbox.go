@@ -135,7 +135,9 @@ type Filter struct {
 	// window: the same key may come again once its window has passed).
 	Hash dedupe.Hash
 	// Since keeps the events received at or after it, Until those
-	// received before it.
+	// received before it. With either set (and no AfterID), the events
+	// come newest first by the time they were received, then by id, so
+	// that a page of a long range is read in index order, not sorted.
 	Since, Until time.Time
 	// Outcome keeps the events whose recorded apply outcome is Outcome;
 	// ApplyPending keeps the events not applied yet (Applied nil).
@@ -380,6 +382,15 @@ type Leader interface {
 	// nobody does. A node that dies or loses its connection gives it up,
 	// and another node's next Lead takes it.
 	Lead(ctx context.Context) (bool, error)
+}
+
+// WriteChecker is implemented by backends that can show a write would
+// succeed now: readiness asks it while the last write to the store failed,
+// so that a node whose database came back is ready again before any event
+// is sent to it.
+type WriteChecker interface {
+	// CheckWrite writes and commits a row of the backend's own.
+	CheckWrite(ctx context.Context) error
 }
 
 // Watcher is implemented by backends that several nodes share, so that a

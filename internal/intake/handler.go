@@ -150,9 +150,17 @@ func NewHandler(opts Options) *Handler {
 
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) { h.mux.ServeHTTP(w, r) }
 
+// ErrDegraded, wrapped by an error of Options.Ready, means ready but
+// degraded: /readyz answers 200 (keep sending) with "degraded: " and the
+// error's text after the ErrDegraded prefix.
+var ErrDegraded = errors.New("degraded")
+
 func (h *Handler) readyz(w http.ResponseWriter, r *http.Request) {
 	if h.ready != nil {
-		if err := h.ready(r.Context()); err != nil {
+		if err := h.ready(r.Context()); errors.Is(err, ErrDegraded) {
+			io.WriteString(w, err.Error()+"\n")
+			return
+		} else if err != nil {
 			h.errs.Error("not ready", "err", err)
 			h.notReady.Inc()
 			http.Error(w, "store unavailable", http.StatusServiceUnavailable)

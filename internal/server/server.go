@@ -13,10 +13,12 @@ import (
 	"github.com/hookgate/hookgate/internal/admin"
 	"github.com/hookgate/hookgate/internal/config"
 	"github.com/hookgate/hookgate/internal/deliver"
+	"github.com/hookgate/hookgate/internal/front"
 	"github.com/hookgate/hookgate/internal/inbox"
 	"github.com/hookgate/hookgate/internal/intake"
 	"github.com/hookgate/hookgate/internal/metrics"
 	"github.com/hookgate/hookgate/internal/source"
+	"github.com/hookgate/hookgate/internal/spool"
 	"github.com/hookgate/hookgate/internal/worker"
 	"github.com/hookgate/hookgate/verify"
 )
@@ -67,6 +69,12 @@ type Server struct {
 	handler       http.Handler
 	admin         *http.ServeMux
 	adminListener net.Listener
+	// fallback and spool, with dedupe.on_store_error: spool, take the
+	// events while the store cannot be reached; front is the Redis front
+	// (dedupe.front). Each is nil when off.
+	fallback *spool.Fallback
+	spool    *spool.Spool
+	front    *front.Front
 }
 
 // New builds a gateway from cfg.
@@ -110,7 +118,11 @@ func New(cfg config.Config, opts Options) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s.committer = intake.NewCommitter(s.store, intake.CommitterOptions{Now: opts.Now, Committed: s.pool.Notify})
+	acceptor, err := s.openDedupe(cfg, opts)
+	if err != nil {
+		return nil, err
+	}
+	s.committer = intake.NewCommitter(acceptor, intake.CommitterOptions{Now: opts.Now, Committed: s.pool.Notify, Front: s.front})
 	in := intake.NewHandler(intake.Options{
 		Sources:   s.sources,
 		Committer: s.committer,
@@ -130,7 +142,7 @@ func New(cfg config.Config, opts Options) (*Server, error) {
 	if token := cfg.Admin.Token.Value(); token != "" {
 		api, err := admin.New(admin.Options{Store: s.store, Token: token, Logger: s.log})
 		if err != nil {
-			s.committer.Close()
+			s.Close()
 			return nil, err
 		}
 		s.admin.Handle("/api/", api)
@@ -151,12 +163,64 @@ func New(cfg config.Config, opts Options) (*Server, error) {
 	return s, nil
 }
 
-// ready is what /readyz checks: the last write to the store succeeded (a
-// store that answers reads while every write fails, a full disk or a
-// read-only file, is not ready) and the store answers now.
+// openDedupe opens what cfg.Dedupe adds in front of the store: the spool
+// (on_store_error: spool), whose Fallback is then what intake writes
+// through, and the Redis front (front:), whose metrics it registers. It
+// returns what intake writes through.
+func (s *Server) openDedupe(cfg config.Config, opts Options) (intake.Acceptor, error) {
+	var acceptor intake.Acceptor = s.store
+	if cfg.Dedupe.OnStoreError == config.OnStoreErrorSpool {
+		sp, err := spool.Open(context.Background(), cfg.Dedupe.Spool, spool.Options{Now: opts.Now})
+		if err != nil {
+			return nil, fmt.Errorf("dedupe.spool: %w", err)
+		}
+		s.spool = sp
+		s.fallback = spool.NewFallback(s.store, sp, spool.FallbackOptions{Logger: s.log})
+		acceptor = s.fallback
+		s.metrics.Registry.MustRegister(newSpoolCollector(sp))
+	}
+	if cfg.Dedupe.Front != "" {
+		fr, err := front.Open(cfg.Dedupe.Front, front.Options{Logger: s.log})
+		if err != nil {
+			s.closeDedupe()
+			return nil, fmt.Errorf("dedupe.front: %w", err)
+		}
+		s.front = fr
+		s.metrics.Registry.MustRegister(fr)
+	}
+	return acceptor, nil
+}
+
+// closeDedupe closes the spool and the Redis front, once nothing uses
+// them.
+func (s *Server) closeDedupe() {
+	if s.spool != nil {
+		s.spool.Close()
+	}
+	if s.front != nil {
+		s.front.Close()
+	}
+}
+
+// ready is what /readyz checks: the last write to the store succeeded, or
+// a write made now succeeds (a store that answers reads while every write
+// fails, a full disk or a read-only file, is not ready; one that is back
+// is ready before any event arrives), and the store answers now. A node that
+// spools while the store cannot be reached is ready but degraded: it
+// takes events, and the load balancer should keep sending them.
 func (s *Server) ready(ctx context.Context) error {
+	if s.fallback != nil && s.fallback.Spooling() {
+		return fmt.Errorf("%w: spooling (the database cannot be reached; events wait in the local spool)", intake.ErrDegraded)
+	}
 	if err := s.committer.WriteErr(); err != nil {
-		return fmt.Errorf("the last write to the store failed: %w", err)
+		// The store may be back: only a write can tell.
+		wc, ok := s.store.(inbox.WriteChecker)
+		if !ok {
+			return fmt.Errorf("the last write to the store failed: %w", err)
+		}
+		if werr := wc.CheckWrite(ctx); werr != nil {
+			return fmt.Errorf("the last write to the store failed, and a write now fails: %w", werr)
+		}
 	}
 	return s.store.Ping(ctx)
 }
@@ -224,12 +288,15 @@ func headers(hs map[string]config.HeaderValue) map[string]string {
 // itself calls it once its HTTP server is shut down.
 func (s *Server) Close() { s.committer.Close() }
 
-// Run does the gateway's background work until ctx ends: the workers and
-// the periodic sweep. It returns once the workers have finished their
+// Run does the gateway's background work until ctx ends: the workers, the
+// periodic sweep and, with the spool on, its drain into the store. It returns once the workers have finished their
 // batches. With Options.IntakeOnly only the sweep runs.
 func (s *Server) Run(ctx context.Context) error {
 	var wg sync.WaitGroup
 	wg.Go(func() { s.sweepEvery(ctx) })
+	if s.fallback != nil {
+		wg.Go(func() { s.fallback.Run(ctx) })
+	}
 	var err error
 	if s.process {
 		err = s.pool.Run(ctx)
@@ -249,6 +316,11 @@ func (s *Server) sweepEvery(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-tick.C:
+			if s.spool != nil {
+				if _, err := s.spool.Sweep(ctx); err != nil {
+					s.log.Error("spool sweep", "err", err)
+				}
+			}
 			if !s.leads(ctx) {
 				continue
 			}
@@ -342,7 +414,9 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	cancel()
 	s.Close()
 	stopWork()
-	return errors.Join(err, <-worked)
+	err = errors.Join(err, <-worked)
+	s.closeDedupe()
+	return err
 }
 
 // httpServer is the HTTP server of one listener.

@@ -15,3 +15,13 @@ func (s *Store) Ping(ctx context.Context) error {
 	}
 	return nil
 }
+
+// CheckWrite implements inbox.WriteChecker: one row of inbox_settings is
+// written and committed.
+func (s *Store) CheckWrite(ctx context.Context) error {
+	if _, err := s.pool.Exec(ctx, `INSERT INTO inbox_settings (name, value) VALUES ('write_check', now()::text)
+		ON CONFLICT (name) DO UPDATE SET value = excluded.value`); err != nil {
+		return fail(ctx, "check write", err)
+	}
+	return nil
+}
