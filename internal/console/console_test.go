@@ -685,3 +685,32 @@ func tailBurst(t *testing.T, b *bundle) {
 		}
 	}
 }
+
+// The overview shows each source's counts, every configured destination
+// with its state, and the charts.
+func TestOverview(t *testing.T) {
+	t.Parallel()
+	b := setup(t, console.Options{Sources: []config.Source{{Name: "stripe", Provider: config.ProviderStripe,
+		Destinations: []config.Destination{{Name: "app", URL: "http://app.example/"}, {Name: "audit", URL: "http://audit.example/"}}}}})
+	ids := b.accept("stripe", "acme", jsonID, "a", "b", "c", "d")
+	b.kill("refused", ids[0])
+	if err := b.store.SetLaneState(t.Context(), inbox.LaneState{Lane: inbox.Lane{Source: "stripe", Destination: "audit"},
+		State: inbox.LaneFailing, Failures: 2, LastError: "<b>connection refused</b>", Changed: b.clock.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	b.signIn()
+	body := b.get("/ui/")
+	for _, want := range []string{
+		`<td><a href="/ui/events?source=stripe">stripe</a></td><td>4</td><td>0</td><td>0.0%</td>`,
+		`<td>3</td><td>0</td><td>0</td><td>0</td><td>1</td>`,
+		`<b>3</b> pending`,
+		`<td>stripe</td><td>app</td><td><span class="badge healthy">healthy</span></td>`,
+		`<td>stripe</td><td>audit</td><td><span class="badge failing">failing</span></td><td>2</td>`,
+		`&lt;b&gt;connection refused&lt;/b&gt;`,
+		`<polyline class="accepted" points="0.0,120.0 `,
+	} {
+		if !strings.Contains(body, want) {
+			t.Errorf("overview lacks %s", want)
+		}
+	}
+}
