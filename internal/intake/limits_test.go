@@ -21,23 +21,33 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 )
 
+// budgetServer serves intake with the Stripe source, maxBody and
+// maxPending on a fresh store, counting into the metrics it returns.
+func budgetServer(t *testing.T, maxBody, maxPending int64) (*httptest.Server, *metrics.Metrics) {
+	t.Helper()
+	src, err := source.New(testSources()[2], config.Default().Dedupe)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := intake.NewCommitter(openStore(t), intake.CommitterOptions{})
+	m := metrics.New()
+	srv := httptest.NewServer(intake.NewHandler(intake.Options{Sources: []*source.Source{src}, Committer: c,
+		MaxBody: maxBody, MaxPendingBody: maxPending, Metrics: m}))
+	t.Cleanup(func() {
+		srv.Close()
+		c.Close()
+	})
+	return srv, m
+}
+
 // Issue 9, finding 2: bodies held before authentication share one budget.
 // While a slow sender holds it, another request is answered 503 with
 // Retry-After before its body is read; once the slow body ends (401: it
 // is unsigned) the budget is back.
 func TestPendingBodyBudget(t *testing.T) {
 	t.Parallel()
-	src, err := source.New(testSources()[2], config.Default().Dedupe)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := intake.NewCommitter(openStore(t), intake.CommitterOptions{})
-	defer c.Close()
 	const maxBody = 1024
-	m := metrics.New()
-	srv := httptest.NewServer(intake.NewHandler(intake.Options{Sources: []*source.Source{src}, Committer: c,
-		MaxBody: maxBody, MaxPendingBody: maxBody, Metrics: m}))
-	defer srv.Close()
+	srv, m := budgetServer(t, maxBody, maxBody)
 
 	slow, err := net.Dial("tcp", srv.Listener.Addr().String())
 	if err != nil {
@@ -129,17 +139,8 @@ func TestNotReadyCounted(t *testing.T) {
 // one is still read (401 here: it is unsigned).
 func TestPendingBodyBudgetKeepsSmallShare(t *testing.T) {
 	t.Parallel()
-	src, err := source.New(testSources()[2], config.Default().Dedupe)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := intake.NewCommitter(openStore(t), intake.CommitterOptions{})
-	defer c.Close()
 	const maxBody = 256 << 10 // larger than the bodies of the small share
-	m := metrics.New()
-	srv := httptest.NewServer(intake.NewHandler(intake.Options{Sources: []*source.Source{src}, Committer: c,
-		MaxBody: maxBody, MaxPendingBody: 4 * maxBody, Metrics: m}))
-	defer srv.Close()
+	srv, _ := budgetServer(t, maxBody, 4*maxBody)
 
 	for range 3 {
 		slow, err := net.Dial("tcp", srv.Listener.Addr().String())

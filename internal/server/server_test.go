@@ -516,20 +516,7 @@ func TestAdminAndMetrics(t *testing.T) {
 	g.waitSettled(t, 1, 0)
 	get := func(path, token string) (int, string) {
 		t.Helper()
-		req, err := http.NewRequest(http.MethodGet, g.url+path, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if token != "" {
-			req.Header.Set("Authorization", "Bearer "+token)
-		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		body, _ := io.ReadAll(resp.Body)
-		return resp.StatusCode, string(body)
+		return getPath(t, g.url+path, token)
 	}
 	if st, _ := get("/api/stats", ""); st != http.StatusUnauthorized {
 		t.Fatalf("admin API without a token: %d, want 401", st)
