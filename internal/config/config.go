@@ -186,6 +186,10 @@ type Dedupe struct {
 	// Front is the URL of the Redis front the nodes share
 	// (redis://host:port/db or rediss://...); empty: none.
 	Front string `yaml:"front,omitempty"`
+	// FrontPrefix is the key prefix of the front's keys in Redis, the
+	// same on every node of one gateway; gateways (or tests) sharing one
+	// Redis each take their own. Empty means "hookgate".
+	FrontPrefix string `yaml:"front_prefix,omitempty"`
 }
 
 // Source is one configured sender.

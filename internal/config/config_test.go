@@ -273,6 +273,8 @@ func TestParseErrors(t *testing.T) {
 			[]string{"dedupe.spool: required with on_store_error: spool"}, ErrInvalid},
 		{"front not redis", "dedupe:\n  front: http://127.0.0.1:6379\n",
 			[]string{"dedupe.front: want a Redis URL"}, ErrInvalid},
+		{"front prefix with a brace", "dedupe:\n  front_prefix: \"a{b\"\n",
+			[]string{"dedupe.front_prefix: \"a{b\": may not contain"}, ErrInvalid},
 		{"bad postgres URL", "database: \"postgres://u:s3cret@host:port/x\"\n",
 			[]string{"line 1: database: not a valid PostgreSQL URL: invalid port"}, ErrInvalid},
 		{"unknown database", "database: mysql://localhost\n",

@@ -143,6 +143,9 @@ func (c Config) check() []*FieldError {
 			add("dedupe.front", "want a Redis URL, redis://host:port/db or rediss://... (the value is not shown: it may hold a password)")
 		}
 	}
+	if strings.ContainsAny(c.Dedupe.FrontPrefix, "{}") {
+		add("dedupe.front_prefix", "%q: may not contain '{' or '}' (the front keeps its keys in one Redis Cluster slot with them)", c.Dedupe.FrontPrefix)
+	}
 	if c.Workers < 1 {
 		add("workers", "%d: want at least 1", c.Workers)
 	}

@@ -180,7 +180,7 @@ func (s *Server) openDedupe(cfg config.Config, opts Options) (intake.Acceptor, e
 		s.metrics.Registry.MustRegister(newSpoolCollector(sp))
 	}
 	if cfg.Dedupe.Front != "" {
-		fr, err := front.Open(cfg.Dedupe.Front, front.Options{Logger: s.log})
+		fr, err := front.Open(cfg.Dedupe.Front, front.Options{Prefix: cfg.Dedupe.FrontPrefix, Logger: s.log})
 		if err != nil {
 			s.closeDedupe()
 			return nil, fmt.Errorf("dedupe.front: %w", err)
