@@ -8,7 +8,7 @@ import (
 	"testing"
 )
 
-// Proxy forwards TCP connections to a PostgreSQL server until Cut: then it
+// Proxy forwards TCP connections to a server (PostgreSQL, Redis) until Cut: then it
 // drops every connection and refuses new ones (each is closed as soon as
 // it is accepted), like a database host that went away, until Restore.
 type Proxy struct {
@@ -28,18 +28,27 @@ func NewProxy(t testing.TB, db string) (*Proxy, string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := &Proxy{ln: ln, target: u.Host, conns: map[net.Conn]bool{}}
-	t.Cleanup(func() { ln.Close(); p.Cut() })
-	go p.serve()
-	u.Host = ln.Addr().String()
+	p, addr := NewTCPProxy(t, u.Host)
+	u.Host = addr
 	q := u.Query()
 	q.Set("connect_timeout", "2")
 	u.RawQuery = q.Encode()
 	return p, u.String()
+}
+
+// NewTCPProxy starts a proxy in front of the TCP server at target
+// (host:port), any server (Redis too), and returns it with the address it
+// listens on. It stops when t ends.
+func NewTCPProxy(t testing.TB, target string) (*Proxy, string) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &Proxy{ln: ln, target: target, conns: map[net.Conn]bool{}}
+	t.Cleanup(func() { ln.Close(); p.Cut() })
+	go p.serve()
+	return p, ln.Addr().String()
 }
 
 func (p *Proxy) serve() {
