@@ -189,7 +189,7 @@ func serveLimited(t *testing.T, limit int) string {
 	t.Helper()
 	cfg := config.Default()
 	cfg.Limits.MaxConnections = limit
-	return strings.TrimPrefix(serve(t, cfg, nil, nil).public, "http://")
+	return strings.TrimPrefix(serve(t, cfg, nil).public, "http://")
 }
 
 // request sends GET /healthz on c, keeping it open, and returns the

@@ -12,6 +12,7 @@ import (
 
 	"github.com/hookgate/hookgate/internal/admin"
 	"github.com/hookgate/hookgate/internal/config"
+	"github.com/hookgate/hookgate/internal/console"
 	"github.com/hookgate/hookgate/internal/deliver"
 	"github.com/hookgate/hookgate/internal/front"
 	"github.com/hookgate/hookgate/internal/inbox"
@@ -75,6 +76,8 @@ type Server struct {
 	fallback *spool.Fallback
 	spool    *spool.Spool
 	front    *front.Front
+	// stopConsole ends the console's background reading at Close.
+	stopConsole context.CancelFunc
 }
 
 // New builds a gateway from cfg.
@@ -146,6 +149,17 @@ func New(cfg config.Config, opts Options) (*Server, error) {
 			return nil, err
 		}
 		s.admin.Handle("/api/", api)
+		ctx, stop := context.WithCancel(context.Background())
+		ui, err := console.New(console.Options{Store: s.store, Token: token, Sources: cfg.Sources,
+			Logger: s.log, Now: opts.Now, Context: ctx})
+		if err != nil {
+			stop()
+			s.Close()
+			return nil, err
+		}
+		s.stopConsole = stop
+		s.admin.Handle("/ui/", ui)
+		s.admin.Handle("GET /ui", http.RedirectHandler("/ui/", http.StatusMovedPermanently))
 	}
 	// Probes may ask either listener.
 	s.admin.Handle("GET /healthz", in)
@@ -286,7 +300,12 @@ func headers(hs map[string]config.HeaderValue) map[string]string {
 // Close stops intake: events submitted before are written and answered,
 // later ones are refused. Serve calls it; a caller that serves Handler
 // itself calls it once its HTTP server is shut down.
-func (s *Server) Close() { s.committer.Close() }
+func (s *Server) Close() {
+	s.committer.Close()
+	if s.stopConsole != nil {
+		s.stopConsole()
+	}
+}
 
 // Run does the gateway's background work until ctx ends: the workers, the
 // periodic sweep and, with the spool on, its drain into the store. It returns once the workers have finished their
