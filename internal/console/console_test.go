@@ -36,7 +36,7 @@ const token = "console-admin-token"
 // bundle is a console over a real SQLite inbox whose clock the test moves,
 // served on a real socket, and a browser-like client with a cookie jar.
 type bundle struct {
-	t      *testing.T
+	t      testing.TB
 	store  *sqlite.Store
 	clock  *dedupetest.Clock
 	srv    *httptest.Server
@@ -46,7 +46,7 @@ type bundle struct {
 
 // setup serves a console with opts over an empty inbox (Store, Token, Now
 // and Context are filled in).
-func setup(t *testing.T, opts console.Options) *bundle {
+func setup(t testing.TB, opts console.Options) *bundle {
 	t.Helper()
 	clock := dedupetest.NewClock(time.Now().Truncate(time.Minute))
 	store, err := sqlite.Open(filepath.Join(t.TempDir(), "inbox.db"), sqlite.Options{Now: clock.Now})
