@@ -84,4 +84,3 @@ func BenchmarkPages(b *testing.B) {
 		})
 	}
 }
-
