@@ -12,6 +12,7 @@
 //
 //	hookgate_events_received_total{source,outcome}          counter
 //	hookgate_busy_total{reason}                             counter
+//	hookgate_idle_connections_closed_total                  counter
 //	hookgate_dedupe_seconds                                 histogram
 //	hookgate_inbox_pending                                  gauge
 //	hookgate_inbox_oldest_pending_seconds                   gauge

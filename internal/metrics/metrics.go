@@ -71,6 +71,10 @@ type Metrics struct {
 	// authentication, by the Busy* constant that says which limit fired.
 	// Every reason is exported from the start, at 0.
 	Busy *prometheus.CounterVec
+	// IdleClosed is hookgate_idle_connections_closed_total: idle
+	// connections the intake listener closed, at limits.max_connections,
+	// to make room for a new one.
+	IdleClosed prometheus.Counter
 	// DedupeSeconds is hookgate_dedupe_seconds: the time from submitting
 	// an event to the committer to its dedupe decision.
 	DedupeSeconds prometheus.Histogram
@@ -103,6 +107,10 @@ func New() *Metrics {
 			Name: "hookgate_busy_total",
 			Help: "Requests answered 503 before authentication, by reason (connections, pending_body, not_ready).",
 		}, []string{"reason"}),
+		IdleClosed: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "hookgate_idle_connections_closed_total",
+			Help: "Idle connections the intake listener closed at limits.max_connections to make room for a new one.",
+		}),
 		DedupeSeconds: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name: "hookgate_dedupe_seconds",
 			Help: "Time from submitting an event to the committer to its dedupe decision.",
@@ -135,7 +143,7 @@ func New() *Metrics {
 	m.Registry.MustRegister(
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-		m.Received, m.Busy, m.DedupeSeconds, m.Deliveries, m.DeliverySeconds, m.DeadEvents, m.LeasesLost,
+		m.Received, m.Busy, m.IdleClosed, m.DedupeSeconds, m.Deliveries, m.DeliverySeconds, m.DeadEvents, m.LeasesLost,
 		m.inbox,
 	)
 	return m

@@ -40,8 +40,9 @@ type limitListener struct {
 	open      atomic.Int64
 	lingering atomic.Int64
 	busy      []byte
-	// turnedAway is called for each connection answered 503.
-	turnedAway func()
+	// turnedAway is called for each connection answered 503, idleClosed
+	// for each idle one closed to make room.
+	turnedAway, idleClosed func()
 
 	mu sync.Mutex
 	// idle holds the open connections not in a request, the one idle
@@ -50,12 +51,13 @@ type limitListener struct {
 }
 
 // newLimitListener keeps at most max connections of ln open and calls
-// turnedAway for each connection it answers 503. The http.Server that
-// serves it must report to its ConnState.
-func newLimitListener(ln net.Listener, max int, turnedAway func()) *limitListener {
+// turnedAway for each connection it answers 503 and idleClosed for each
+// idle one it closes to make room. The http.Server that serves it must
+// report to its ConnState.
+func newLimitListener(ln net.Listener, max int, turnedAway, idleClosed func()) *limitListener {
 	retry := strconv.Itoa(int(busyRetryAfter / time.Second))
 	body := "too many connections, retry later\n"
-	return &limitListener{Listener: ln, max: int64(max), turnedAway: turnedAway, busy: []byte("HTTP/1.1 503 Service Unavailable\r\n" +
+	return &limitListener{Listener: ln, max: int64(max), turnedAway: turnedAway, idleClosed: idleClosed, busy: []byte("HTTP/1.1 503 Service Unavailable\r\n" +
 		"Retry-After: " + retry + "\r\nContent-Type: text/plain; charset=utf-8\r\n" +
 		"Content-Length: " + strconv.Itoa(len(body)) + "\r\nConnection: close\r\n\r\n" + body)}
 }
@@ -75,6 +77,7 @@ func (l *limitListener) Accept() (net.Conn, error) {
 		if victim := l.oldestIdle(); victim != nil {
 			// Its close gives its slot to c.
 			victim.Close()
+			l.idleClosed()
 			return l.track(c), nil
 		}
 		l.open.Add(-1)

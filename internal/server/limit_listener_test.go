@@ -181,6 +181,15 @@ func TestIdleConnectionsMakeRoom(t *testing.T) {
 	if st := finish(); st != http.StatusUnauthorized {
 		t.Fatalf("the connection in a request: %d, want its 401", st)
 	}
+	// Each close is counted: the three above, and a fourth for the scrape's
+	// own connection, which finds the limit taken.
+	_, body := getPath(t, "http://"+addr+"/metrics", "")
+	if !strings.Contains(body, "hookgate_idle_connections_closed_total 4\n") {
+		t.Errorf("idle connections closed: %s, want 4", grepLines(body, "hookgate_idle_connections_closed_total"))
+	}
+	if n := busyCount(t, body, "connections"); n != 0 {
+		t.Errorf("hookgate_busy_total{reason=\"connections\"} = %v, want 0: nobody was turned away", n)
+	}
 }
 
 // serveLimited serves a gateway with limits.max_connections = limit on a

@@ -371,14 +371,9 @@ func (s *Server) leads(ctx context.Context) bool {
 func (s *Server) Sources() []*source.Source { return s.sources }
 
 // Handler serves the public listener: intake, /healthz and /readyz, and,
-// unless admin.listen is set, the operator's routes ([Server.Admin]).
+// unless admin.listen is set, the operator's routes (/api/, /ui/,
+// /metrics).
 func (s *Server) Handler() http.Handler { return s.handler }
-
-// Admin is the mux of the operator's routes: /api/ (with admin.token),
-// /metrics, /healthz and /readyz. A handler mounted on it (before Serve)
-// is served where they are: on admin.listen when it is set, else on the
-// public listener, for every path intake does not take (/in/).
-func (s *Server) Admin() *http.ServeMux { return s.admin }
 
 // Serve serves HTTP on ln and runs the background work until ctx ends,
 // then shuts down gracefully: it stops accepting, answers the requests in
@@ -402,7 +397,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		maxConns = config.DefaultMaxConnections
 	}
 	busy := s.metrics.Busy.WithLabelValues(metrics.BusyConnections)
-	limited := newLimitListener(ln, maxConns, busy.Inc)
+	limited := newLimitListener(ln, maxConns, busy.Inc, s.metrics.IdleClosed.Inc)
 	public := s.httpServer(s.handler)
 	public.ConnState = limited.connState
 	servers := []*http.Server{public}
