@@ -87,6 +87,13 @@ func TestContentEncodingDecoded(t *testing.T) {
 				t.Errorf("%s %s sent plain after: %d %+v, want 200 duplicate", enc, d.source, st, resp)
 			}
 		}
+		// The replay guard's digest is of the decoded body too: the GitHub
+		// delivery sent plain under a new (unsigned) delivery id is the
+		// request already accepted.
+		gh := deliveries()[2]
+		if st, resp := b.post(t, "gh", "/in/gh", gh.body, map[string]string{"X-GitHub-Delivery": "forged", "X-GitHub-Event": "issues"}); st != http.StatusOK {
+			t.Errorf("%s: the GitHub body plain under another delivery id: %d %+v, want 200", enc, st, resp)
+		}
 	}
 }
 
