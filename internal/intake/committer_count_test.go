@@ -12,39 +12,58 @@ import (
 	"github.com/hookgate/hookgate/internal/pgtest"
 )
 
+// statsStore is a store that counts remembered duplicates and reports
+// its stats.
+type statsStore interface {
+	intake.Acceptor
+	intake.DuplicateCounter
+	Stats(ctx context.Context) (inbox.Stats, error)
+}
+
 // Duplicates answered from the memory of recent keys never reach the
 // store's Accept, yet they count in the store's stats, like the ones the
-// store answered.
+// store answered, on either backend.
 func TestRememberedDuplicatesAreCounted(t *testing.T) {
 	t.Parallel()
-	store, err := inboxpostgres.Open(t.Context(), pgtest.New(t), inboxpostgres.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer store.Close()
-	counting := &countingAcceptor{Acceptor: store, DuplicateCounter: store}
-	c := intake.NewCommitter(counting, intake.CommitterOptions{})
-	submit := func(want dedupe.Status) {
-		t.Helper()
-		outs, errs, err := c.Submit(t.Context(), []inbox.Item{item("evt_remembered")})
-		if err != nil || errs[0] != nil || outs[0].Status != want {
-			t.Fatalf("submit: %+v, %v, %v; want %v", outs, errs, err, want)
-		}
-	}
-	submit(dedupe.New)
-	for range 3 {
-		submit(dedupe.Duplicate)
-	}
-	c.Close()
-	if n := counting.items.Load(); n != 1 {
-		t.Fatalf("the store was asked about %d items, want 1: the duplicates were not answered from memory", n)
-	}
-	st, err := store.Stats(t.Context())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got := st.Sources["test"]; got.Accepted != 1 || got.Duplicates != 3 {
-		t.Fatalf("stats %+v, want 1 accepted and 3 duplicates", got)
+	for name, open := range map[string]func(t *testing.T) statsStore{
+		"sqlite": func(t *testing.T) statsStore { return openStore(t) },
+		"postgres": func(t *testing.T) statsStore {
+			s, err := inboxpostgres.Open(t.Context(), pgtest.New(t), inboxpostgres.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { s.Close() })
+			return s
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			store := open(t)
+			counting := &countingAcceptor{Acceptor: store, DuplicateCounter: store}
+			c := intake.NewCommitter(counting, intake.CommitterOptions{})
+			submit := func(want dedupe.Status) {
+				t.Helper()
+				outs, errs, err := c.Submit(t.Context(), []inbox.Item{item("evt_remembered")})
+				if err != nil || errs[0] != nil || outs[0].Status != want {
+					t.Fatalf("submit: %+v, %v, %v; want %v", outs, errs, err, want)
+				}
+			}
+			submit(dedupe.New)
+			for range 3 {
+				submit(dedupe.Duplicate)
+			}
+			c.Close()
+			if n := counting.items.Load(); n != 1 {
+				t.Fatalf("the store was asked about %d items, want 1: the duplicates were not answered from memory", n)
+			}
+			st, err := store.Stats(t.Context())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := st.Sources["test"]; got.Accepted != 1 || got.Duplicates != 3 {
+				t.Fatalf("stats %+v, want 1 accepted and 3 duplicates", got)
+			}
+		})
 	}
 }
 

@@ -1,0 +1,17 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+)
+
+// CountDuplicates implements intake.DuplicateCounter: duplicates answered
+// before they reached the store (from intake's memory of recent keys, or
+// from the Redis front) are added to the sources' counts.
+func (s *Store) CountDuplicates(ctx context.Context, bySource map[string]int64) error {
+	c := intakeCounts{}
+	for source, n := range bySource {
+		c.addN(source, 1, n)
+	}
+	return s.write(ctx, "count duplicates", func(tx *sql.Tx) error { return c.save(ctx, s.db, tx) })
+}
