@@ -368,7 +368,8 @@ func (e *LostError) Is(target error) bool { return target == ErrNotOwner }
 // setting; nothing above this package names a backend's type.
 type Backend interface {
 	Store
-	// Ping reports whether the database answers; readiness is Ping.
+	// Ping reports whether the database answers; readiness asks it (and,
+	// after a failed write, a WriteChecker).
 	Ping(ctx context.Context) error
 	// Close releases the database.
 	Close() error
