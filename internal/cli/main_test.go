@@ -47,16 +47,24 @@ type process struct {
 
 var listenLine = regexp.MustCompile(`hookgate listening on (http://\S+)`)
 
-// startServe starts `hookgate serve args...` in a child process and waits
-// until it listens.
-func startServe(t *testing.T, args ...string) *process {
+// command returns the command that runs `hookgate args...` in a child
+// process: the test binary acting as hookgate.
+func command(t *testing.T, args ...string) *exec.Cmd {
 	t.Helper()
-	enc, err := json.Marshal(append([]string{"serve"}, args...))
+	enc, err := json.Marshal(args)
 	if err != nil {
 		t.Fatal(err)
 	}
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), runCLIEnv+"="+string(enc))
+	return cmd
+}
+
+// startServe starts `hookgate serve args...` in a child process and waits
+// until it listens.
+func startServe(t *testing.T, args ...string) *process {
+	t.Helper()
+	cmd := command(t, append([]string{"serve"}, args...)...)
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)

@@ -5,8 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"io"
-	"os"
-	"os/exec"
 	"strconv"
 	"strings"
 	"syscall"
@@ -127,12 +125,7 @@ func TestEventsTailInterrupt(t *testing.T) {
 	t.Parallel()
 	d := newOpsDB(t, time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC))
 	d.accept("stripe", "acme", "evt_1")
-	enc, err := json.Marshal([]string{"events", "tail", "--interval", "5ms", "--database", "sqlite:" + d.path})
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), runCLIEnv+"="+string(enc))
+	cmd := command(t, "events", "tail", "--interval", "5ms", "--database", "sqlite:"+d.path)
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)

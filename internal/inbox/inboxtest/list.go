@@ -21,7 +21,7 @@ func (b *bundle) listed(what string, f inbox.Filter, want ...int64) {
 
 // testListSearch: List finds events by provider event id, key, time
 // received and apply outcome, alone and with the other filters, and pages
-// forwards from a cursor.
+// forwards from a cursor; a time range comes by time received.
 func testListSearch(b *bundle) {
 	// Two events share the provider event id "evt": one per source.
 	early := b.add(item("evt"), item("a", entity("ch_1", 10, "open")))
@@ -54,4 +54,12 @@ func testListSearch(b *bundle) {
 	b.listed("after the newest", inbox.Filter{AfterID: d})
 	b.listed("between cursors", inbox.Filter{AfterID: evt, BeforeID: c}, stale, evtOther, a)
 	b.listed("after a cursor, by source", inbox.Filter{AfterID: evt, Source: "other", Limit: 1}, evtOther)
+
+	// A clock set back: an event with a larger id received earlier. A
+	// time range lists by time received.
+	b.clock.Advance(-90 * time.Second)
+	back := b.add(item("back"))[0]
+	b.listed("since, by time received", inbox.Filter{Since: start.Add(time.Second)}, d, c, stale, evtOther, back)
+	b.listed("until, by time received", inbox.Filter{Until: start.Add(time.Minute + time.Second)}, stale, evtOther, back, a, evt)
+	b.listed("no time, by id", inbox.Filter{Source: "shop", Limit: 2}, back, d)
 }

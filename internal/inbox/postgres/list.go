@@ -12,13 +12,13 @@ import (
 // listIndexes are the indexes List needs besides inbox_events_source and
 // inbox_events_status, so that every filter reads an index rather than
 // inbox_events, which holds every event of the retention period: by
-// tenant, provider event id and key, by time received, and by apply
-// outcome.
+// tenant, provider event id and key, by time received (in the order a
+// time range is listed), and by apply outcome.
 const listIndexes = `
 CREATE INDEX IF NOT EXISTS inbox_events_tenant ON inbox_events (tenant, id);
 CREATE INDEX IF NOT EXISTS inbox_events_event_id ON inbox_events (event_id, id);
 CREATE INDEX IF NOT EXISTS inbox_events_hash ON inbox_events (hash, id);
-CREATE INDEX IF NOT EXISTS inbox_events_received ON inbox_events (received_at);
+CREATE INDEX IF NOT EXISTS inbox_events_received ON inbox_events (received_at, id);
 CREATE INDEX IF NOT EXISTS inbox_events_outcome ON inbox_events (apply_outcome, id);
 `
 
@@ -92,6 +92,9 @@ func listQuery(f inbox.Filter) (string, []any) {
 	limitArg := " LIMIT $" + strconv.Itoa(len(args))
 	if f.AfterID > 0 {
 		return `SELECT * FROM (` + q + ` ORDER BY id` + limitArg + `) AS page ORDER BY id DESC`, args
+	}
+	if !f.Since.IsZero() || !f.Until.IsZero() {
+		return q + ` ORDER BY received_at DESC, id DESC` + limitArg, args
 	}
 	return q + ` ORDER BY id DESC` + limitArg, args
 }

@@ -12,7 +12,8 @@ import (
 // events_status, so that every filter reads an index rather than the
 // events table, which holds every event of the retention period: by
 // tenant, provider event id and key (their equality keeps id order, so no
-// sort), by time received, and by apply outcome.
+// sort), by time received (in the order a time range is listed: with the
+// rowid, received_at then id), and by apply outcome.
 const listIndexes = `
 CREATE INDEX IF NOT EXISTS events_tenant ON events(tenant, id);
 CREATE INDEX IF NOT EXISTS events_event_id ON events(event_id);
@@ -100,7 +101,7 @@ func listQuery(f inbox.Filter) (string, []any) {
 		return `SELECT * FROM (` + q + ` ORDER BY id LIMIT ?) ORDER BY id DESC`, args
 	}
 	if !f.Since.IsZero() || !f.Until.IsZero() {
-		return q + ` ORDER BY +id DESC LIMIT ?`, args
+		return q + ` ORDER BY received_at DESC, id DESC LIMIT ?`, args
 	}
 	return q + ` ORDER BY id DESC LIMIT ?`, args
 }
