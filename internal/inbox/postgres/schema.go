@@ -16,7 +16,7 @@ const migrationLock int64 = 0x686f6f6b67617465 // "hookgate"
 // migrations are the schema versions in order; migrations[i] is version
 // i+1. They are forward-only: a released version is never edited, a
 // change is a new one.
-var migrations = []string{schemaV1}
+var migrations = []string{schemaV1, schemaV2}
 
 // schemaV1 is the first schema. Times are timestamptz; '-infinity' stands
 // for "none" (no lease, no next attempt, not processed), so the columns
@@ -153,10 +153,30 @@ CREATE TABLE inbox_settings (
 );
 `
 
+// schemaV2 adds the indexes List's filters read, so that none scans
+// inbox_events, which holds every event of the retention period: by
+// tenant, provider event id and key (equality keeps id order), by time
+// received, and by apply outcome. Built inside the migration's
+// transaction, they hold writes to inbox_events (other nodes' accepts
+// wait, they do not fail) for as long as they take on a large table.
+const schemaV2 = `
+CREATE INDEX IF NOT EXISTS inbox_events_tenant ON inbox_events (tenant, id);
+CREATE INDEX IF NOT EXISTS inbox_events_event_id ON inbox_events (event_id, id);
+CREATE INDEX IF NOT EXISTS inbox_events_hash ON inbox_events (hash, id);
+CREATE INDEX IF NOT EXISTS inbox_events_received ON inbox_events (received_at, id);
+CREATE INDEX IF NOT EXISTS inbox_events_outcome ON inbox_events (apply_outcome, id);
+`
+
 // migrate brings the database to the newest version in one transaction
 // under an advisory lock: nodes that start at once queue on the lock, and
 // each version is applied once and recorded in inbox_schema_migrations.
 func migrate(ctx context.Context, pool *pgxpool.Pool) error {
+	return migrateTo(ctx, pool, migrations)
+}
+
+// migrateTo brings the database to version len(steps), steps being the
+// first versions of migrations.
+func migrateTo(ctx context.Context, pool *pgxpool.Pool, steps []string) error {
 	return pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, migrationLock); err != nil {
 			return err
@@ -171,11 +191,11 @@ func migrate(ctx context.Context, pool *pgxpool.Pool) error {
 		if err := tx.QueryRow(ctx, `SELECT coalesce(max(version), 0) FROM inbox_schema_migrations`).Scan(&have); err != nil {
 			return err
 		}
-		if have > len(migrations) {
-			return fmt.Errorf("database schema is version %d, newer than this hookgate's %d", have, len(migrations))
+		if have > len(steps) {
+			return fmt.Errorf("database schema is version %d, newer than this hookgate's %d", have, len(steps))
 		}
-		for v := have + 1; v <= len(migrations); v++ {
-			if _, err := tx.Exec(ctx, migrations[v-1]); err != nil {
+		for v := have + 1; v <= len(steps); v++ {
+			if _, err := tx.Exec(ctx, steps[v-1]); err != nil {
 				return fmt.Errorf("version %d: %w", v, err)
 			}
 			if _, err := tx.Exec(ctx, `INSERT INTO inbox_schema_migrations (version) VALUES ($1)`, v); err != nil {
