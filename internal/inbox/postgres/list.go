@@ -5,6 +5,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/hookgate/hookgate/dedupe"
 	"github.com/hookgate/hookgate/internal/inbox"
 )
@@ -22,10 +24,16 @@ CREATE INDEX IF NOT EXISTS inbox_events_received ON inbox_events (received_at, i
 CREATE INDEX IF NOT EXISTS inbox_events_outcome ON inbox_events (apply_outcome, id);
 `
 
-// List implements inbox.Store.
+// List implements inbox.Store. Its statement is planned for each call's
+// values (pgx's exec mode: an unnamed statement) rather than prepared and
+// cached: after a few runs PostgreSQL may switch a prepared statement to
+// a generic plan, which does not see the values and walks the primary key
+// newest first for a source, tenant, status or outcome that few events
+// have (the whole table, for one that none has). Planning a List costs
+// little beside that.
 func (s *Store) List(ctx context.Context, f inbox.Filter) ([]inbox.Event, error) {
 	q, args := listQuery(f)
-	rows, err := s.pool.Query(ctx, q, args...)
+	rows, err := s.pool.Query(ctx, q, append([]any{pgx.QueryExecModeExec}, args...)...)
 	if err != nil {
 		return nil, fail(ctx, "list", err)
 	}

@@ -1,6 +1,7 @@
 package postgres
 
 import (
+	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -67,5 +68,38 @@ func TestListPlans(t *testing.T) {
 		if strings.Contains(text, "Seq Scan on inbox_events") || !strings.Contains(text, " using "+tc.index) {
 			t.Errorf("%s does not read %s:\n%s", tc.name, tc.index, text)
 		}
+	}
+}
+
+// TestListNotPrepared: List leaves no prepared statement behind in its
+// session, so each call is planned for its values; a cached statement
+// would be planned once for all of them (see List).
+func TestListNotPrepared(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	u, err := url.Parse(pgtest.New(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := u.Query()
+	q.Set("pool_max_conns", "1")
+	u.RawQuery = q.Encode()
+	s, err := Open(ctx, u.String(), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	for range 10 {
+		if _, err := s.List(ctx, inbox.Filter{Source: "shop", Status: inbox.StatusDead}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var n int
+	if err := s.pool.QueryRow(ctx, `SELECT count(*) FROM pg_prepared_statements WHERE statement LIKE '%FROM inbox_events WHERE%'
+		AND statement NOT LIKE '%pg_prepared_statements%'`).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	if n > 0 {
+		t.Errorf("%d List statements prepared in the session", n)
 	}
 }
