@@ -16,7 +16,7 @@ import (
 
 // BenchmarkPages serves the console's pages over an inbox of
 // HOOKGATE_CONSOLE_BENCH_EVENTS events (100,000 unless set) of 4 sources
-// and 50 tenants, every 10th dead.
+// and 50 tenants, every 10th dead and the others processed.
 func BenchmarkPages(b *testing.B) {
 	n := 100_000
 	if s := os.Getenv("HOOKGATE_CONSOLE_BENCH_EVENTS"); s != "" {
@@ -28,7 +28,7 @@ func BenchmarkPages(b *testing.B) {
 	bd := setup(b, console.Options{})
 	ctx, store := b.Context(), bd.store
 	const batch = 1000
-	var dead []inbox.Result
+	var finished []inbox.Result
 	for start := 0; start < n; start += batch {
 		items := make([]inbox.Item, 0, batch)
 		for i := start; i < min(start+batch, n); i++ {
@@ -43,9 +43,11 @@ func BenchmarkPages(b *testing.B) {
 			b.Fatal(err)
 		}
 		for i, o := range out {
+			r := inbox.Result{ID: o.ID, Status: inbox.StatusProcessed}
 			if (start+i)%10 == 0 {
-				dead = append(dead, inbox.Result{ID: o.ID, Status: inbox.StatusDead, Error: "refused"})
+				r = inbox.Result{ID: o.ID, Status: inbox.StatusDead, Error: "refused"}
 			}
+			finished = append(finished, r)
 		}
 	}
 	for {
@@ -57,9 +59,9 @@ func BenchmarkPages(b *testing.B) {
 			break
 		}
 	}
-	for len(dead) > 0 {
-		part := dead[:min(len(dead), batch)]
-		dead = dead[len(part):]
+	for len(finished) > 0 {
+		part := finished[:min(len(finished), batch)]
+		finished = finished[len(part):]
 		if err := store.Finish(ctx, "bench", part); err != nil {
 			b.Fatal(err)
 		}
