@@ -11,19 +11,6 @@ import (
 	"github.com/hookgate/hookgate/internal/inbox"
 )
 
-// listIndexes are the indexes List needs besides inbox_events_source and
-// inbox_events_status, so that every filter reads an index rather than
-// inbox_events, which holds every event of the retention period: by
-// tenant, provider event id and key, by time received (in the order a
-// time range is listed), and by apply outcome.
-const listIndexes = `
-CREATE INDEX IF NOT EXISTS inbox_events_tenant ON inbox_events (tenant, id);
-CREATE INDEX IF NOT EXISTS inbox_events_event_id ON inbox_events (event_id, id);
-CREATE INDEX IF NOT EXISTS inbox_events_hash ON inbox_events (hash, id);
-CREATE INDEX IF NOT EXISTS inbox_events_received ON inbox_events (received_at, id);
-CREATE INDEX IF NOT EXISTS inbox_events_outcome ON inbox_events (apply_outcome, id);
-`
-
 // List implements inbox.Store. Its statement is planned for each call's
 // values (pgx's exec mode: an unnamed statement) rather than prepared and
 // cached: after a few runs PostgreSQL may switch a prepared statement to

@@ -8,20 +8,6 @@ import (
 	"github.com/hookgate/hookgate/internal/inbox"
 )
 
-// listIndexes are the indexes List needs besides events_source and
-// events_status, so that every filter reads an index rather than the
-// events table, which holds every event of the retention period: by
-// tenant, provider event id and key (their equality keeps id order, so no
-// sort), by time received (in the order a time range is listed: with the
-// rowid, received_at then id), and by apply outcome.
-const listIndexes = `
-CREATE INDEX IF NOT EXISTS events_tenant ON events(tenant, id);
-CREATE INDEX IF NOT EXISTS events_event_id ON events(event_id);
-CREATE INDEX IF NOT EXISTS events_hash ON events(hash);
-CREATE INDEX IF NOT EXISTS events_received ON events(received_at);
-CREATE INDEX IF NOT EXISTS events_outcome ON events(apply_outcome, id);
-`
-
 // List implements inbox.Store.
 func (s *Store) List(ctx context.Context, f inbox.Filter) ([]inbox.Event, error) {
 	q, args := listQuery(f)

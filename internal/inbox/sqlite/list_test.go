@@ -10,7 +10,7 @@ import (
 	"github.com/hookgate/hookgate/internal/inbox"
 )
 
-// TestListPlans: with listIndexes in place, every filter of List reads an
+// TestListPlans: every filter of List reads an
 // index, never the whole events table, and only a page after a cursor
 // sorts (its own rows, back to newest first).
 func TestListPlans(t *testing.T) {
@@ -21,9 +21,6 @@ func TestListPlans(t *testing.T) {
 	}
 	defer s.Close()
 	db := s.DB()
-	if _, err := db.Exec(listIndexes); err != nil {
-		t.Fatal(err)
-	}
 	at := time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
 	cases := []struct {
 		name   string
@@ -71,9 +68,8 @@ func TestListPlans(t *testing.T) {
 	}
 }
 
-// BenchmarkList reads a page of 1M events by each filter, first with the
-// schema as it is, then with listIndexes. The events are 1ms apart, one of
-// 100 tenants each, 1% stale and 1% not applied yet.
+// BenchmarkList reads a page of 1M events by each filter. The events are
+// 1ms apart, one of 100 tenants each, 1% stale and 1% not applied yet.
 func BenchmarkList(b *testing.B) {
 	s, err := Open(filepath.Join(b.TempDir(), "inbox.db"), Options{})
 	if err != nil {
@@ -113,20 +109,13 @@ func BenchmarkList(b *testing.B) {
 		{"not applied", inbox.Filter{Outcome: inbox.ApplyPending}},
 		{"after", inbox.Filter{AfterID: n - 10}},
 	}
-	run := func(schema string) {
-		for _, c := range cases {
-			b.Run(schema+"/"+c.name, func(b *testing.B) {
-				for b.Loop() {
-					if _, err := s.List(b.Context(), c.filter); err != nil {
-						b.Fatal(err)
-					}
+	for _, c := range cases {
+		b.Run(c.name, func(b *testing.B) {
+			for b.Loop() {
+				if _, err := s.List(b.Context(), c.filter); err != nil {
+					b.Fatal(err)
 				}
-			})
-		}
+			}
+		})
 	}
-	run("schema")
-	if _, err := db.Exec(listIndexes); err != nil {
-		b.Fatal(err)
-	}
-	run("indexed")
 }

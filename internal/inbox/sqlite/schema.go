@@ -138,7 +138,22 @@ const inboxTables = "inbox"
 var inboxSteps = []sqlitedb.Step{
 	{Name: "create the inbox, or bring an unversioned file up to date", Up: upgradeUnversioned},
 	sqlitedb.Exec("count pending events from events_due", pendingFromIndex),
+	sqlitedb.Exec("index what List's filters read", listIndexes),
 }
+
+// listIndexes are the indexes List needs besides events_source and
+// events_status, so that every filter reads an index rather than the
+// events table, which holds every event of the retention period: by
+// tenant, provider event id and key (their equality keeps id order, so no
+// sort), by time received (in the order a time range is listed: with the
+// rowid, received_at then id), and by apply outcome.
+const listIndexes = `
+CREATE INDEX IF NOT EXISTS events_tenant ON events(tenant, id);
+CREATE INDEX IF NOT EXISTS events_event_id ON events(event_id);
+CREATE INDEX IF NOT EXISTS events_hash ON events(hash);
+CREATE INDEX IF NOT EXISTS events_received ON events(received_at);
+CREATE INDEX IF NOT EXISTS events_outcome ON events(apply_outcome, id);
+`
 
 // pendingFromIndex stops counting pending events (received, retry) in
 // status_counts, which cost intake a write to one hot row per batch: Stats
