@@ -48,6 +48,11 @@ last few events (--last).`,
 	}
 	defer store.Close()
 	print := func(events []inbox.Event) error {
+		// A poll that found nothing writes nothing: a reader of a pipe
+		// takes an empty write for a stalled writer.
+		if len(events) == 0 {
+			return nil
+		}
 		views, err := eventview.List(ctx, store, events)
 		if err != nil {
 			return err

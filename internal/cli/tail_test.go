@@ -46,9 +46,24 @@ func next(t *testing.T, ch <-chan string) string {
 	return ""
 }
 
+// nonEmpty fails the test on an empty write: a pipe's reader (bufio.Scanner
+// among them) takes a run of them for a stalled writer and gives up.
+type nonEmpty struct {
+	t *testing.T
+	w io.Writer
+}
+
+func (w nonEmpty) Write(b []byte) (int, error) {
+	if len(b) == 0 {
+		w.t.Error("the tail wrote nothing")
+	}
+	return w.w.Write(b)
+}
+
 // TestEventsTail: a tail prints the newest events it was asked for, then
-// each event stored after it started, once, in order, with its filter;
-// it returns no error when its context ends.
+// each event stored after it started, once, in order, with its filter,
+// and writes nothing when nothing came; it returns no error when its
+// context ends.
 func TestEventsTail(t *testing.T) {
 	t.Parallel()
 	d := newOpsDB(t, time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC))
@@ -59,8 +74,8 @@ func TestEventsTail(t *testing.T) {
 	done := make(chan error, 1)
 	go func() {
 		var stderr strings.Builder
-		done <- cli.Run(ctx, []string{"events", "tail", "--last", "1", "--interval", "5ms", "--database", "sqlite:" + d.path},
-			nil, w, &stderr)
+		done <- cli.Run(ctx, []string{"events", "tail", "--last", "1", "--interval", "1ms", "--database", "sqlite:" + d.path},
+			nil, nonEmpty{t, w}, &stderr)
 		w.Close()
 	}()
 	out := lines(r)
