@@ -98,6 +98,9 @@ func TestSpoolRidesOutPostgresOutage(t *testing.T) {
 		},
 		gone: func(addr string) bool { return killed.Load() && addr == ps[0].addr },
 	})
+	if t.Failed() {
+		t.FailNow() // the burst stopped short: what follows needs its outage and kill
+	}
 	ps[0].cmd.Wait()
 	spooledBefore := 0 // copies of events stored before the outage, taken into a spool
 	for _, id := range before {
