@@ -16,6 +16,12 @@
 #   NODES="1 2 3" node counts to run         NAIVE=1  run the baseline (0: skip)
 #   KEYS=0        keys stored before the hookgate runs (e.g. 10000000: a key
 #                 table larger than shared_buffers)
+#   FRONT=        a Redis URL (redis://127.0.0.1:6379/0): each node count runs
+#                 again with dedupe.front set ("hookgate-N-front", under a key
+#                 prefix of its own, deleted after), and after each hookgate run
+#                 its nodes restart (no remembered keys) and resend a quarter as
+#                 many of its ids as it stored ("-replay", -warmup 0): duplicates
+#                 answered from Redis vs from the database
 #
 # Results go to bench/out/results/pg-<run>.json, server output to
 # bench/out/logs/. PostgreSQL shares the machine's cores with the nodes and
@@ -30,6 +36,7 @@ SIZE=${SIZE:-512}
 NODES=${NODES:-1 2 3}
 NAIVE=${NAIVE:-1}
 KEYS=${KEYS:-0}
+FRONT=${FRONT:-}
 PGURL=${PGURL:-postgres://postgres@127.0.0.1:5432/postgres}
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -59,6 +66,9 @@ cleanup() {
 	for db in "${DBS[@]}"; do
 		psql -q "$PGURL" -c "DROP DATABASE IF EXISTS $db WITH (FORCE)" >/dev/null 2>&1 || true
 	done
+	if [[ -n $FRONT ]]; then
+		redis-cli -u "$FRONT" --scan --pattern "{hookgate_bench_$$_*" | xargs -r -n 1000 redis-cli -u "$FRONT" del >/dev/null || true
+	fi
 	rm -rf "$TMP"
 }
 trap cleanup EXIT
@@ -75,20 +85,22 @@ newdb() {
 	echo "${PGURL%/*}/$db"
 }
 
-# load RUN URLS: runs loadgen against URLS (comma-separated), saves its JSON
-# as $RESULTS/pg-RUN.json and prints one line.
+# load RUN URLS [LOADGEN FLAGS...]: runs loadgen against URLS (comma-separated),
+# the flags after the defaults, saves its JSON as $RESULTS/pg-RUN.json and
+# prints one line.
 load() {
 	local run=$1 urls=$2
 	"$OUT/loadgen" -url "$urls" -c "$CONNS" -d "$DURATION" -warmup "$WARMUP" -dup "$DUP" \
-		-size "$SIZE" -label "$run" -json >"$RESULTS/pg-$run.json"
+		-size "$SIZE" -label "$run" -json "${@:3}" >"$RESULTS/pg-$run.json"
 	RUNS+=("$run")
 	jq -r '"\(.label): \(.req_per_s|floor) req/s, \(.accepted_per_s|floor) 202/s, \(.duplicates_per_s|floor) 200/s, \(.errors) errors, \(.other) other, p99 \(.p99_ms*100|round/100) ms"' "$RESULTS/pg-$run.json"
 }
 
-# nodes N DBURL: starts N hookgate nodes on DBURL and prints their intake
-# URLs, comma-separated.
+# nodes N DBURL [PREFIX]: starts N hookgate nodes on DBURL, with the Redis
+# front FRONT under the key prefix PREFIX when given, and sets NODE_URLS to
+# their intake URLs, comma-separated.
 nodes() {
-	local n=$1 db=$2 i urls=
+	local n=$1 db=$2 prefix=${3:-} i urls=
 	cat >"$TMP/hookgate.yaml" <<EOF
 listen: 127.0.0.1:0
 database: $db
@@ -97,12 +109,27 @@ sources:
     provider: standard
     secret: env:BENCH_SECRET
 EOF
+	if [[ -n $prefix ]]; then
+		printf 'dedupe:\n  front: %s\n  front_prefix: %s\n' "$FRONT" "$prefix" >>"$TMP/hookgate.yaml"
+	fi
 	for ((i = 0; i < n; i++)); do
 		start "pg-hookgate-$n-$i" SPID "$OUT/hookgate" serve --config "$TMP/hookgate.yaml" --log-level warn --process=false
 		PIDS+=("$SPID")
 		urls+=${urls:+,}$URL/in/app
 	done
 	NODE_URLS=$urls
+}
+
+# replay RUN N DBURL [PREFIX]: restarts N nodes on DBURL (as nodes), whose
+# memory of recent keys is then empty, and resends ids RUN stored: a quarter
+# as many requests as RUN stored ids, most of them the first copy of its id
+# a node sees, so answered by the front or the database, not from memory.
+replay() {
+	local run=$1 ids
+	ids=$(jq .ids "$RESULTS/pg-$run.json")
+	nodes "$2" "$3" "${4:-}"
+	load "$run-replay" "$NODE_URLS" -warmup 0s -id-prefix "$run" -replay "$ids" -n $((ids / 4))
+	stop_all
 }
 
 cd "$ROOT"
@@ -138,6 +165,14 @@ for n in $NODES; do
 	nodes "$n" "$db"
 	load "hookgate-$n" "$NODE_URLS"
 	stop_all
+	if [[ -n $FRONT ]]; then
+		replay "hookgate-$n" "$n" "$db"
+		db=$(newdb "n${n}f")
+		nodes "$n" "$db" "hookgate_bench_$$_$n"
+		load "hookgate-$n-front" "$NODE_URLS"
+		stop_all
+		replay "hookgate-$n-front" "$n" "$db" "hookgate_bench_$$_$n"
+	fi
 done
 
 echo
@@ -150,6 +185,15 @@ echo "results (ms; rates per second)"
 			.redelivered_202, .new_200] | @tsv' "$RESULTS/pg-$run.json"
 	done
 } | column -t
+if [[ -n $FRONT ]]; then
+	echo
+	for n in $NODES; do
+		jq -rn --slurpfile a "$RESULTS/pg-hookgate-$n-front.json" --slurpfile b "$RESULTS/pg-hookgate-$n.json" \
+			--slurpfile c "$RESULTS/pg-hookgate-$n-front-replay.json" --slurpfile d "$RESULTS/pg-hookgate-$n-replay.json" \
+			"\"$n node(s), front / none: accepted/s \" + (\$a[0].accepted_per_s / \$b[0].accepted_per_s * 100 | round / 100 | tostring)
+			+ \", replay duplicates/s \" + (\$c[0].duplicates_per_s / \$d[0].duplicates_per_s * 100 | round / 100 | tostring)"
+	done
+fi
 if [[ -f $RESULTS/pg-naive.json ]]; then
 	echo
 	for n in $NODES; do
