@@ -7,9 +7,7 @@ import (
 	"io"
 	"math/rand/v2"
 	"net/http"
-	"net/http/httptest"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -35,17 +33,7 @@ func TestSpoolRidesOutPostgresOutage(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts and kills hookgate processes")
 	}
-	var (
-		mu        sync.Mutex
-		delivered = map[string]int{} // webhook-id -> deliveries
-	)
-	dest := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		mu.Lock()
-		delivered[r.Header.Get("webhook-id")]++
-		mu.Unlock()
-		w.WriteHeader(http.StatusNoContent)
-	}))
-	defer dest.Close()
+	dest := newSink(t)
 	db := pgtest.New(t)
 	proxy, viaProxy := pgtest.NewProxy(t, db)
 	dir := t.TempDir()
@@ -149,7 +137,7 @@ func TestSpoolRidesOutPostgresOutage(t *testing.T) {
 			t.Errorf("event %s is %s, want processed", e.EventID, e.Status)
 		}
 	})
-	mu.Lock()
+	delivered := dest.counts()
 	for id := range res.accepted {
 		if n := delivered[keys[id]]; n != 1 {
 			t.Errorf("event %s (acknowledged 202) delivered %d times, want once", id, n)
@@ -163,7 +151,6 @@ func TestSpoolRidesOutPostgresOutage(t *testing.T) {
 	if len(delivered) != len(stored) {
 		t.Errorf("%d webhook-ids delivered for %d stored events", len(delivered), len(stored))
 	}
-	mu.Unlock()
 
 	for _, p := range ps {
 		if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {

@@ -4,8 +4,10 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"net/http"
+	"net/http/httptest"
 	neturl "net/url"
 	"strings"
 	"sync"
@@ -59,29 +61,7 @@ func frontKeys(t *testing.T, rdb *goredis.Client, prefix string) []string {
 func TestFrontNodesAcceptOneCopy(t *testing.T) {
 	t.Parallel()
 	ps, db, rdb, prefix := frontNodes(t, 2, "")
-	src := signer(t)
-	client := &http.Client{Timeout: 10 * time.Second}
-	var (
-		mu     sync.Mutex
-		counts = map[int]int{}
-		wg     sync.WaitGroup
-	)
-	start := make(chan struct{})
-	for i := range 100 {
-		wg.Go(func() {
-			<-start
-			st, err := send(context.Background(), client, src, ps[i%2].addr, "msg_front_once")
-			if err != nil {
-				t.Error(err)
-				return
-			}
-			mu.Lock()
-			counts[st]++
-			mu.Unlock()
-		})
-	}
-	close(start)
-	wg.Wait()
+	counts := sendCopies(t, ps, "msg_front_once", 100)
 	t.Logf("answers %v", counts)
 	if counts[http.StatusAccepted] != 1 || counts[http.StatusOK]+counts[http.StatusConflict] != 99 {
 		t.Errorf("answers %v, want one 202 and 99 of 200 or 409", counts)
@@ -167,6 +147,64 @@ func TestFrontOutageMidBurst(t *testing.T) {
 	eventually(t, "the events sent since to be committed in the front", func() bool {
 		return len(frontKeys(t, rdb, prefix)) > before
 	})
+}
+
+// sendCopies sends n concurrent copies of the event id, copy i to node
+// i mod len(ps), and counts the answers by status.
+func sendCopies(t *testing.T, ps []*process, id string, n int) map[int]int {
+	t.Helper()
+	src := signer(t)
+	client := &http.Client{Timeout: 10 * time.Second}
+	var (
+		mu     sync.Mutex
+		counts = map[int]int{}
+		wg     sync.WaitGroup
+	)
+	start := make(chan struct{})
+	for i := range n {
+		wg.Go(func() {
+			<-start
+			st, err := send(context.Background(), client, src, ps[i%len(ps)].addr, id)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			mu.Lock()
+			counts[st]++
+			mu.Unlock()
+		})
+	}
+	close(start)
+	wg.Wait()
+	return counts
+}
+
+// sink is a destination that counts the deliveries of each webhook-id.
+type sink struct {
+	*httptest.Server
+	mu        sync.Mutex
+	delivered map[string]int
+}
+
+// newSink starts a sink, closed when t ends.
+func newSink(t *testing.T) *sink {
+	t.Helper()
+	s := &sink{delivered: map[string]int{}}
+	s.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s.mu.Lock()
+		s.delivered[r.Header.Get("webhook-id")]++
+		s.mu.Unlock()
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	t.Cleanup(s.Close)
+	return s
+}
+
+// counts returns the deliveries so far: webhook-id -> deliveries.
+func (s *sink) counts() map[string]int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return maps.Clone(s.delivered)
 }
 
 // metric returns the value of the unlabelled metric name on the /metrics
