@@ -187,13 +187,13 @@ func (c *Committer) countRemembered(counter DuplicateCounter) {
 		case <-c.stop:
 			stopping = true
 		}
+		var batch map[string]int64
 		c.mu.Lock()
-		batch := c.remembered
-		if len(batch) > 0 {
-			c.remembered = make(map[string]int64)
+		if len(c.remembered) > 0 {
+			batch, c.remembered = c.remembered, make(map[string]int64)
 		}
 		c.mu.Unlock()
-		if len(batch) > 0 {
+		if batch != nil {
 			if err := counter.CountDuplicates(context.Background(), batch); err != nil {
 				c.mu.Lock()
 				for src, n := range batch {

@@ -2,8 +2,10 @@ package intake_test
 
 import (
 	"context"
+	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/hookgate/hookgate/dedupe"
 	"github.com/hookgate/hookgate/internal/inbox"
@@ -77,4 +79,47 @@ type countingAcceptor struct {
 func (a *countingAcceptor) Accept(ctx context.Context, items []inbox.Item) ([]inbox.Outcome, error) {
 	a.items.Add(int64(len(items)))
 	return a.Acceptor.Accept(ctx, items)
+}
+
+// Many requests answered from memory while the counts are handed over
+// (once a second), with a pause so that a hand-over finds nothing to
+// count while requests resume: every duplicate is counted exactly once.
+func TestRememberedDuplicatesCountedUnderLoad(t *testing.T) {
+	t.Parallel()
+	store := openStore(t)
+	c := intake.NewCommitter(store, intake.CommitterOptions{})
+	if _, _, err := c.Submit(t.Context(), []inbox.Item{item("evt_hot")}); err != nil {
+		t.Fatal(err)
+	}
+	var dups atomic.Int64
+	burst := func(d time.Duration) {
+		var wg sync.WaitGroup
+		deadline := time.Now().Add(d)
+		for range 16 {
+			wg.Go(func() {
+				for time.Now().Before(deadline) {
+					outs, errs, err := c.Submit(context.Background(), []inbox.Item{item("evt_hot")})
+					if err != nil || errs[0] != nil {
+						t.Error(err, errs[0])
+						return
+					}
+					if outs[0].Status == dedupe.Duplicate {
+						dups.Add(1)
+					}
+				}
+			})
+		}
+		wg.Wait()
+	}
+	burst(1200 * time.Millisecond)
+	time.Sleep(1200 * time.Millisecond)
+	burst(1200 * time.Millisecond)
+	c.Close()
+	st, err := store.Stats(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := st.Sources["test"].Duplicates; got != dups.Load() {
+		t.Fatalf("%d duplicates counted, %d answered", got, dups.Load())
+	}
 }
