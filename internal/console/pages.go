@@ -214,7 +214,7 @@ func (c *console) dead(w http.ResponseWriter, r *http.Request, sess *session) er
 		return err
 	}
 	d.Dead = true
-	return c.render(w, "dead", page{Title: "Dead events", Nav: "dead", CSRF: sess.csrf, Data: d})
+	return c.render(w, "events", page{Title: "Dead events", Nav: "dead", CSRF: sess.csrf, Data: d})
 }
 
 // eventData is what an event's page shows.

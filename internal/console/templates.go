@@ -7,8 +7,8 @@ import (
 )
 
 // pageNames are the pages, each a template file executed inside
-// layout.html.
-var pageNames = []string{"login", "error", "overview", "events", "dead", "event", "replay", "sources", "tail"}
+// layout.html; the events page also shows the dead list.
+var pageNames = []string{"login", "error", "overview", "events", "event", "replay", "sources", "tail"}
 
 // funcs are the helpers the templates use. None returns template.HTML:
 // everything a page shows is escaped by html/template.
