@@ -30,7 +30,7 @@ func TestRememberedDuplicatesAreCounted(t *testing.T) {
 	for name, open := range map[string]func(t *testing.T) statsStore{
 		"sqlite": func(t *testing.T) statsStore { return openStore(t) },
 		"postgres": func(t *testing.T) statsStore {
-			s, err := inboxpostgres.Open(t.Context(), pgtest.New(t), inboxpostgres.Options{})
+			s, err := inboxpostgres.Open(t.Context(), pgtest.New(t), inboxpostgres.Options{AcceptWriters: 2})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -26,7 +26,7 @@ type frontNode struct {
 
 func newFrontNode(t *testing.T, db string, fr *front.Front) *frontNode {
 	t.Helper()
-	store, err := inboxpostgres.Open(t.Context(), db, inboxpostgres.Options{})
+	store, err := inboxpostgres.Open(t.Context(), db, inboxpostgres.Options{AcceptWriters: 2})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"runtime"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -20,10 +21,12 @@ import (
 // Store is the PostgreSQL inbox. It is safe for concurrent use, and any
 // number of Stores, in one process or on many nodes, may share a database.
 type Store struct {
-	pool  *pgxpool.Pool
-	now   func() time.Time
-	owned bool
-	lead  leader
+	// writers is the number of accept batches in flight (AcceptWriters).
+	writers int
+	pool    *pgxpool.Pool
+	now     func() time.Time
+	owned   bool
+	lead    leader
 }
 
 var _ inbox.Store = (*Store)(nil)
@@ -35,6 +38,22 @@ type Options struct {
 	// clocks never moves a lease, a window, a retry or the retention.
 	// Tests pass a manual clock.
 	Now func() time.Time
+	// AcceptWriters is how many accept batches a node keeps in flight at
+	// once; zero means DefaultAcceptWriters.
+	AcceptWriters int
+}
+
+// DefaultAcceptWriters is two accept batches in flight where the node has
+// more than two CPUs, so that one batch's round trip and commit overlap
+// the next one's, and one otherwise: on two cores the node's own HTTP and
+// verification fill them, and a second batch only splits the group commit
+// (measured on such a machine, PostgreSQL beside the node: one writer
+// 8,500-8,900 accepts/s at p99 16 ms, two 7,300-7,700 at p99 19-21 ms).
+func DefaultAcceptWriters() int {
+	if runtime.NumCPU() > 2 {
+		return 2
+	}
+	return 1
 }
 
 // ErrRepeatedHash is returned by Accept for a batch that carries one hash
@@ -64,13 +83,16 @@ func New(ctx context.Context, pool *pgxpool.Pool, opts Options) (*Store, error) 
 	if err := migrate(ctx, pool); err != nil {
 		return nil, fail(ctx, "open: migrate", err)
 	}
-	return &Store{pool: pool, now: opts.Now}, nil
+	writers := opts.AcceptWriters
+	if writers <= 0 {
+		writers = DefaultAcceptWriters()
+	}
+	return &Store{pool: pool, now: opts.Now, writers: writers}, nil
 }
 
-// AcceptWriters implements intake.ParallelAcceptor: two batches in flight
-// per node, so that one batch's round trip and commit overlap the next
-// one's. The unique keys keep them apart.
-func (s *Store) AcceptWriters() int { return 2 }
+// AcceptWriters implements intake.ParallelAcceptor (see
+// Options.AcceptWriters). The unique keys keep concurrent batches apart.
+func (s *Store) AcceptWriters() int { return s.writers }
 
 // Pool is the connection pool the Store uses.
 func (s *Store) Pool() *pgxpool.Pool { return s.pool }
