@@ -3,9 +3,17 @@ package inbox
 import (
 	"errors"
 	"fmt"
+
+	"github.com/hookgate/hookgate/dedupe"
 )
 
 var (
+	// ErrUnavailable is wrapped by every backend's error that means the
+	// database could not do the work (unreachable, failing, out of time)
+	// rather than refusing the call: intake answers it with 503, and the
+	// spool takes the events instead. It is dedupe.ErrUnavailable, so one
+	// check serves the dedupe stores and the inboxes.
+	ErrUnavailable = dedupe.ErrUnavailable
 	// ErrNoOwner is returned by Lease, Finish and Dispatch for an empty
 	// owner: an event nobody holds has an empty owner, so Finish with one
 	// would finish events that were never leased.

@@ -7,7 +7,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/hookgate/hookgate/dedupe"
 	"github.com/hookgate/hookgate/internal/inbox"
 )
 
@@ -118,7 +117,7 @@ func (f *Fallback) tryInbox(ctx context.Context, items []inbox.Item) ([]inbox.Ou
 	tctx, cancel := context.WithTimeout(ctx, f.opts.Timeout)
 	defer cancel()
 	outs, err := f.inbox.Accept(tctx, items)
-	if err != nil && (errors.Is(err, dedupe.ErrUnavailable) || tctx.Err() != nil) {
+	if err != nil && (errors.Is(err, inbox.ErrUnavailable) || tctx.Err() != nil) {
 		return nil, errors.Join(errUnreachable, err)
 	}
 	return outs, err
@@ -180,7 +179,7 @@ func (f *Fallback) drainAll(ctx context.Context) {
 	for ctx.Err() == nil && !f.skipInbox() {
 		n, err := f.spool.Drain(ctx, timeoutAcceptor{f.inbox, f.opts.Timeout}, DrainBatch)
 		if err != nil {
-			if errors.Is(err, dedupe.ErrUnavailable) || errors.Is(err, context.DeadlineExceeded) {
+			if errors.Is(err, inbox.ErrUnavailable) || errors.Is(err, context.DeadlineExceeded) {
 				f.setDown(true, err)
 			} else {
 				f.opts.Logger.Error("draining the spool", "err", err)
