@@ -22,9 +22,12 @@ const (
 	// at most this long before the database decides without the front.
 	DefaultTimeout = 50 * time.Millisecond
 	// DefaultLease is how long a claim holds a key for the inbox write
-	// that follows it; a node that dies mid-write blocks the sender's
-	// retry (409) no longer than this.
-	DefaultLease = 30 * time.Second
+	// that follows it (a group commit: milliseconds). A claim that outlives
+	// its node, or whose answer arrived after the timeout so that nobody
+	// commits it, answers copies 409 no longer than this; a lease that
+	// ends before a slow write lets the next copy through to the inbox,
+	// which decides. So it is short.
+	DefaultLease = 5 * time.Second
 	// DefaultRetryAfter is how long the front is bypassed after Redis
 	// failed, before the next call tries it again.
 	DefaultRetryAfter = time.Second
