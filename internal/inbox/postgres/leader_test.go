@@ -30,7 +30,12 @@ func TestLead(t *testing.T) {
 	if err := a.Close(); err != nil {
 		t.Fatal(err)
 	}
-	lead("b", b, true)
+	// The server frees the lock once a's session has ended, which is just
+	// after Close returns.
+	waitFor(t, "b to take the lead a gave up", func() bool {
+		held, err := b.Lead(t.Context())
+		return err == nil && held
+	})
 	lead("c", c, false)
 
 	// b's session dies (a crash, a network cut): the lock goes with it.
