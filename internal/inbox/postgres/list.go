@@ -4,10 +4,10 @@ import (
 	"context"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/hookgate/hookgate/dedupe"
 	"github.com/hookgate/hookgate/internal/inbox"
 )
 
@@ -37,53 +37,15 @@ func listQuery(f inbox.Filter) (string, []any) {
 		where []string
 		args  []any
 	)
-	add := func(cond string, v any) {
-		args = append(args, v)
-		where = append(where, cond+" $"+strconv.Itoa(len(args)))
-	}
-	if f.Source != "" {
-		add("source =", f.Source)
-	}
-	if f.Tenant != "" {
-		add("tenant =", f.Tenant)
-	}
-	if f.Status != "" {
-		add("status =", string(f.Status))
-	}
-	if f.EventID != "" {
-		add("event_id =", f.EventID)
-	}
-	if f.Hash != (dedupe.Hash{}) {
-		add("hash =", f.Hash[:])
-	}
-	if !f.Since.IsZero() {
-		add("received_at >=", f.Since)
-	}
-	if !f.Until.IsZero() {
-		add("received_at <", f.Until)
-	}
-	switch f.Outcome {
-	case "":
-	case inbox.ApplyPending:
-		add("apply_outcome =", "")
-	default:
-		add("apply_outcome =", string(f.Outcome))
-	}
-	if f.BeforeID > 0 {
-		add("id <", f.BeforeID)
-	}
-	if f.AfterID > 0 {
-		add("id >", f.AfterID)
-	}
-	limit := f.Limit
-	if limit <= 0 {
-		limit = inbox.DefaultLimit
+	for _, c := range f.Conditions(func(t time.Time) any { return t }) {
+		args = append(args, c.Arg)
+		where = append(where, c.Test+" $"+strconv.Itoa(len(args)))
 	}
 	q := `SELECT ` + columns + ` FROM inbox_events`
 	if len(where) > 0 {
 		q += ` WHERE ` + strings.Join(where, " AND ")
 	}
-	args = append(args, limit)
+	args = append(args, f.PageSize())
 	limitArg := " LIMIT $" + strconv.Itoa(len(args))
 	if f.AfterID > 0 {
 		return `SELECT * FROM (` + q + ` ORDER BY id` + limitArg + `) AS page ORDER BY id DESC`, args

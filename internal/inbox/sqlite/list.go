@@ -3,8 +3,8 @@ package sqlite
 import (
 	"context"
 	"strings"
+	"time"
 
-	"github.com/hookgate/hookgate/dedupe"
 	"github.com/hookgate/hookgate/internal/inbox"
 )
 
@@ -36,53 +36,15 @@ func listQuery(f inbox.Filter) (string, []any) {
 		where []string
 		args  []any
 	)
-	add := func(cond string, v any) {
-		where = append(where, cond)
-		args = append(args, v)
-	}
-	if f.Source != "" {
-		add("source = ?", f.Source)
-	}
-	if f.Tenant != "" {
-		add("tenant = ?", f.Tenant)
-	}
-	if f.Status != "" {
-		add("status = ?", string(f.Status))
-	}
-	if f.EventID != "" {
-		add("event_id = ?", f.EventID)
-	}
-	if f.Hash != (dedupe.Hash{}) {
-		add("hash = ?", f.Hash[:])
-	}
-	if !f.Since.IsZero() {
-		add("received_at >= ?", f.Since.UnixNano())
-	}
-	if !f.Until.IsZero() {
-		add("received_at < ?", f.Until.UnixNano())
-	}
-	switch f.Outcome {
-	case "":
-	case inbox.ApplyPending:
-		add("apply_outcome = ?", "")
-	default:
-		add("apply_outcome = ?", string(f.Outcome))
-	}
-	if f.BeforeID > 0 {
-		add("id < ?", f.BeforeID)
-	}
-	if f.AfterID > 0 {
-		add("id > ?", f.AfterID)
-	}
-	limit := f.Limit
-	if limit <= 0 {
-		limit = inbox.DefaultLimit
+	for _, c := range f.Conditions(func(t time.Time) any { return t.UnixNano() }) {
+		where = append(where, c.Test+" ?")
+		args = append(args, c.Arg)
 	}
 	q := `SELECT ` + columns + ` FROM events`
 	if len(where) > 0 {
 		q += ` WHERE ` + strings.Join(where, " AND ")
 	}
-	args = append(args, limit)
+	args = append(args, f.PageSize())
 	if f.AfterID > 0 {
 		return `SELECT * FROM (` + q + ` ORDER BY id LIMIT ?) ORDER BY id DESC`, args
 	}
