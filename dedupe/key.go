@@ -30,6 +30,16 @@ type Key struct {
 // fields, truncated to [HashSize] bytes.
 type Hash [HashSize]byte
 
+// HashFromBytes reads a hash as a store keeps it: HashSize bytes.
+func HashFromBytes(raw []byte) (Hash, error) {
+	var h Hash
+	if len(raw) != len(h) {
+		return h, fmt.Errorf("dedupe: a stored hash of %d bytes, want %d", len(raw), len(h))
+	}
+	copy(h[:], raw)
+	return h, nil
+}
+
 // Hash returns the key's hash. Each field is prefixed with its length, so no
 // two different keys hash alike by moving bytes between fields
 // ("ab"+"c" and "a"+"bc" differ).

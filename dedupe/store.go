@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"time"
 )
 
@@ -33,6 +34,19 @@ func (s Status) String() string {
 
 // Token tells one claim of a key from another. Stores never issue zero.
 type Token uint64
+
+// NewToken returns a random non-zero token, for a store's claims. Tokens
+// are random rather than counted so that claimers sharing a store (the
+// processes on one SQLite file, the nodes on one database or Redis) do
+// not collide without a round trip to a sequence; math/rand/v2's
+// generator is seeded randomly in each process.
+func NewToken() Token {
+	for {
+		if t := rand.Uint64(); t != 0 {
+			return Token(t)
+		}
+	}
+}
 
 // Lease is what a caller holds after a [New] claim; it passes it back to
 // [Store.Commit] or [Store.Release].

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"slices"
 	"time"
 
@@ -149,7 +148,7 @@ func (s *Store) claim(ctx context.Context, lease time.Duration, hashes []dedupe.
 	tokens := make([]int64, len(hashes))
 	for i := range hashes {
 		keys[i] = hashes[i][:]
-		tokens[i] = int64(newToken())
+		tokens[i] = int64(dedupe.NewToken())
 	}
 	rows, err := s.pool.Query(ctx, claimSQL, keys, tokens, s.at(), lease)
 	if err != nil {
@@ -164,7 +163,7 @@ func (s *Store) claim(ctx context.Context, lease time.Duration, hashes []dedupe.
 			return r, err
 		}
 		var err error
-		r.hash, err = toHash(raw)
+		r.hash, err = dedupe.HashFromBytes(raw)
 		return r, err
 	})
 }
@@ -186,7 +185,7 @@ func (s *Store) Commit(ctx context.Context, window time.Duration, leases ...dedu
 		tok int64
 	)
 	_, err = pgx.ForEachRow(rows, []any{&raw, &tok}, func() error {
-		h, err := toHash(raw)
+		h, err := dedupe.HashFromBytes(raw)
 		holding[dedupe.Lease{Hash: h, Token: dedupe.Token(tok)}] = true
 		return err
 	})
@@ -267,25 +266,4 @@ func leaseArgs(leases []dedupe.Lease) ([][]byte, []int64) {
 		tokens[i] = int64(leases[i].Token)
 	}
 	return keys, tokens
-}
-
-// newToken returns a random non-zero token. Tokens are random rather than
-// counted so that claims from nodes sharing one database do not collide
-// without a round trip to a sequence.
-func newToken() dedupe.Token {
-	for {
-		if t := rand.Uint64(); t != 0 {
-			return dedupe.Token(t)
-		}
-	}
-}
-
-// toHash reads a hash column.
-func toHash(raw []byte) (dedupe.Hash, error) {
-	var h dedupe.Hash
-	if len(raw) != len(h) {
-		return h, fmt.Errorf("dedupe_keys holds a %d-byte hash, want %d", len(raw), len(h))
-	}
-	copy(h[:], raw)
-	return h, nil
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"strconv"
 	"strings"
 	"time"
@@ -260,7 +259,7 @@ func (s *Store) Claim(ctx context.Context, lease time.Duration, hashes ...dedupe
 	tokens := make([]dedupe.Token, len(hashes))
 	args := s.args(len(hashes), lease)
 	for i := range tokens {
-		tokens[i] = newToken()
+		tokens[i] = dedupe.NewToken()
 		args = append(args, strconv.FormatUint(uint64(tokens[i]), 10))
 	}
 	raw, err := s.run(ctx, "claim", claimScript, keys, args)
@@ -489,14 +488,4 @@ func globEscape(s string) string {
 		b.WriteRune(r)
 	}
 	return b.String()
-}
-
-// newToken returns a random non-zero token: nodes sharing one Redis need
-// no counter to keep their claims apart.
-func newToken() dedupe.Token {
-	for {
-		if t := rand.Uint64(); t != 0 {
-			return dedupe.Token(t)
-		}
-	}
 }

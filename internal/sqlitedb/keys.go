@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
-	"math/rand/v2"
 	"time"
 
 	"github.com/hookgate/hookgate/dedupe"
@@ -86,7 +85,7 @@ func (k Keys) Claim(ctx context.Context, tx *sql.Tx, lease time.Duration, commit
 				continue
 			}
 			first[h] = i
-			tok := newToken()
+			tok := dedupe.NewToken()
 			rs[lo+i].Lease = dedupe.Lease{Hash: h, Token: tok}
 			args = append(args, h[:], int64(tok), now, end)
 		}
@@ -175,7 +174,7 @@ func (k Keys) queryLeases(ctx context.Context, tx *sql.Tx, q string, args []any,
 		if err := rows.Scan(&raw, &tok); err != nil {
 			return err
 		}
-		h, err := toHash(raw)
+		h, err := dedupe.HashFromBytes(raw)
 		if err != nil {
 			return err
 		}
@@ -211,7 +210,7 @@ func (k Keys) readHeldRows(ctx context.Context, tx *sql.Tx, hashes []dedupe.Hash
 		if err := rows.Scan(&raw, &r.token, &r.committed, &r.firstSeen, &r.expires); err != nil {
 			return err
 		}
-		h, err := toHash(raw)
+		h, err := dedupe.HashFromBytes(raw)
 		if err != nil {
 			return err
 		}
@@ -301,27 +300,6 @@ func appendLeases(args []any, leases []dedupe.Lease) []any {
 		args = append(args, l.Hash[:], int64(l.Token))
 	}
 	return args
-}
-
-// newToken returns a random non-zero token. Tokens are random rather than
-// counted so that claims from processes sharing one file do not collide;
-// math/rand/v2's generator is seeded randomly in each process.
-func newToken() dedupe.Token {
-	for {
-		if t := rand.Uint64(); t != 0 {
-			return dedupe.Token(t)
-		}
-	}
-}
-
-// toHash reads a hash column.
-func toHash(raw []byte) (dedupe.Hash, error) {
-	var h dedupe.Hash
-	if len(raw) != len(h) {
-		return h, fmt.Errorf("dedupe_keys holds a %d-byte hash, want %d", len(raw), len(h))
-	}
-	copy(h[:], raw)
-	return h, nil
 }
 
 // unix is the time of a Unix nanoseconds column.
