@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -142,13 +143,34 @@ func TestPendingBodyBudgetKeepsSmallShare(t *testing.T) {
 	const maxBody = 256 << 10 // larger than the bodies of the small share
 	srv, _ := budgetServer(t, maxBody, 4*maxBody)
 
-	for range 3 {
+	// Three slow senders of maxBody fill the general share. One that was
+	// turned away because a probe below held the budget at that moment
+	// (it was answered, or closed) is sent again, so that the three end
+	// up holding it whatever the scheduling.
+	dialSlow := func() net.Conn {
 		slow, err := net.Dial("tcp", srv.Listener.Addr().String())
 		if err != nil {
 			t.Fatal(err)
 		}
-		defer slow.Close()
 		fmt.Fprintf(slow, "POST /in/stripe HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\nab", maxBody)
+		return slow
+	}
+	slows := []net.Conn{dialSlow(), dialSlow(), dialSlow()}
+	defer func() {
+		for _, c := range slows {
+			c.Close()
+		}
+	}()
+	holdSlow := func() {
+		for i, c := range slows {
+			c.SetReadDeadline(time.Now().Add(5 * time.Millisecond))
+			var b [1]byte
+			if _, err := c.Read(b[:]); err != nil && errors.Is(err, os.ErrDeadlineExceeded) {
+				continue // no answer: still held
+			}
+			c.Close()
+			slows[i] = dialSlow()
+		}
 	}
 	post := func(size int) int {
 		resp, err := http.Post(srv.URL+"/in/stripe", "application/json", bytes.NewReader(bytes.Repeat([]byte("a"), size)))
@@ -159,7 +181,7 @@ func TestPendingBodyBudgetKeepsSmallShare(t *testing.T) {
 		return resp.StatusCode
 	}
 	deadline := time.Now().Add(60 * time.Second) // generous: a loaded machine may start the slow handlers late
-	for post(maxBody) != http.StatusServiceUnavailable {
+	for holdSlow(); post(maxBody) != http.StatusServiceUnavailable; holdSlow() {
 		if time.Now().After(deadline) {
 			t.Fatal("a large body while three slow ones are held: never 503")
 		}
