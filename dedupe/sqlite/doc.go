@@ -23,11 +23,13 @@
 //
 //   - journal_mode=WAL, so readers and the one writer do not block each
 //     other;
-//   - synchronous=FULL, so every commit fsyncs the WAL before it returns: a
-//     key that Commit (or the caller's transaction) reported committed is
-//     still there after a crash or power loss. NORMAL would be faster but
-//     can lose the last commits on power loss, which would let a provider's
-//     retry of an acknowledged event through as new;
+//   - synchronous=NORMAL, with the store fsyncing the WAL itself after each
+//     commit and before the call returns: a key that Commit (or the
+//     caller's transaction) reported committed is still there after a crash
+//     or power loss, or a provider's retry of an acknowledged event would
+//     get through as new. The fsync runs after the write lock is given
+//     back, so the next transaction of the process runs meanwhile, and one
+//     fsync covers every commit made before it began;
 //   - busy_timeout of 10 s and BEGIN IMMEDIATE for every transaction, so a
 //     transaction takes the write lock when it begins: concurrent writers,
 //     in this process or another, wait their turn instead of failing when a
@@ -36,8 +38,9 @@
 //     stays in memory instead of spilling to a temporary file.
 //
 // It creates the file readable and writable by its owner only, and fails
-// with [ErrNotDurable] if SQLite did not take WAL and synchronous=FULL. A
-// database given to [New] is checked the same way. Within one process, a
+// with [ErrNotDurable] if SQLite did not take these settings. A database
+// given to [New] must be in WAL mode with synchronous=FULL, so that each
+// commit fsyncs itself. Within one process, a
 // [Store]'s own transactions also queue on a channel, so waiting goroutines
 // neither hold connections nor poll the lock. The schema_versions table
 // records the migrations the file has had, so a newer release can change

@@ -11,9 +11,9 @@ import (
 )
 
 // ErrNotDurable is returned by [Open] and [New] when SQLite did not take
-// the settings durability depends on (WAL and synchronous=FULL), for
-// example for an in-memory database or on a file system where WAL cannot
-// be used.
+// the settings durability depends on (WAL, and synchronous=FULL for a
+// database given to New), for example for an in-memory database or on a
+// file system where WAL cannot be used.
 var ErrNotDurable = sqlitedb.ErrNotDurable
 
 // Options configures a [Store]. The zero value is ready to use.

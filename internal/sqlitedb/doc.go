@@ -11,11 +11,9 @@
 //
 //   - journal_mode=WAL, so readers and the one writer do not block each
 //     other;
-//   - synchronous=FULL, so every commit fsyncs the WAL before it returns: a
-//     key reported committed is still there after a crash or power loss.
-//     NORMAL would be faster but can lose the last commits on power loss,
-//     which would let a provider's retry of an acknowledged event through
-//     as new;
+//   - synchronous=NORMAL: a commit writes its WAL frames and returns
+//     without an fsync; [DB.Write] makes it durable itself (see
+//     Durability);
 //   - busy_timeout of 10 s and BEGIN IMMEDIATE for every transaction, so a
 //     transaction takes the write lock when it begins: concurrent writers,
 //     in this process or another, wait their turn instead of failing when a
@@ -31,6 +29,26 @@
 // Open reads journal_mode and synchronous back and fails with
 // [ErrNotDurable] if SQLite did not take them. It creates the file 0600
 // first, and SQLite gives the -wal and -shm files the same mode.
+//
+// # Durability
+//
+// A commit that [DB.Write] returns from is on disk: a key reported
+// committed is still there after a crash or power loss, or a provider's
+// retry of an acknowledged event would get through as new. SQLite's own
+// way to do that, synchronous=FULL, fsyncs the WAL inside the commit, while
+// the transaction still holds the write lock, so every writer behind it
+// waits for the disk too. Write instead commits with synchronous=NORMAL,
+// gives the write turn back, then fsyncs the WAL file itself and returns:
+// the next transaction (another intake batch, a worker's lease) runs while
+// the disk flushes, and one fsync covers every commit made before it
+// began, so the commits that wait while one runs share the next. The WAL
+// is appended in order, so a commit that an fsync covers is recovered with
+// everything before it. [DB.WriteLazy] does not wait for the fsync at all.
+// An fsync that fails ends durable writes ([ErrSyncFailed]) until the
+// database is opened again: the kernel may have dropped the pages it could
+// not write, so a later fsync that succeeds proves nothing. A database of
+// the caller's ([Wrap]) keeps its synchronous=FULL, and each commit there
+// fsyncs itself.
 //
 // # Checkpoints
 //
@@ -49,10 +67,10 @@
 // Within a process, write transactions queue on a channel ([DB.Lock]) before
 // they take a connection, so waiting goroutines neither hold connections nor
 // poll SQLite's lock; other processes on the same file queue on the busy
-// timeout. [DB.Write] commits with an fsync; [DB.WriteLazy] commits without
-// waiting for one, for transactions a crash may lose because they are
-// redone and nothing outside has seen them: they become durable with the
-// next fsync'd commit or checkpoint.
+// timeout. [DB.Write] returns once its commit is durable; [DB.WriteLazy]
+// commits without waiting for that, for transactions a crash may lose
+// because they are redone and nothing outside has seen them: they become
+// durable with the next fsync of the WAL or checkpoint.
 //
 // # Migrations
 //

@@ -57,16 +57,18 @@
 //
 // A batch of events costs three write transactions: [Store.Lease],
 // [Store.Apply] and [Store.Finish]; with destinations each lane adds its
-// [Store.Dispatch] calls. Accept and Dispatch commit with an fsync: Accept
-// acknowledges events, Dispatch records deliveries a destination has
-// seen. Lease, Apply and Finish do not wait for one (sqlitedb.WriteLazy):
+// [Store.Dispatch] calls. Accept and Dispatch return once their commit is
+// durable (an fsync of the WAL, which runs after the write turn is given
+// back): Accept acknowledges events, Dispatch records deliveries a
+// destination has seen. Lease, Apply and Finish do not wait for one
+// (sqlitedb.WriteLazy):
 // the WAL is written in order, so they become durable with the next
 // Accept, Dispatch or checkpoint (at most a second later), and a crash
 // that loses them loses only work that is redone (the events are leased,
 // applied and finished again) and that nothing outside the database has
 // seen, since a delivery's Dispatch makes everything before it durable.
-// Under load this keeps processing from taking the write turn for three
-// fsyncs per batch, which starved intake.
+// Under load this keeps processing from waiting for three fsyncs per
+// batch, which starved intake.
 //
 // # Apply
 //

@@ -109,10 +109,11 @@ func unavailable(op string, err error) error {
 // Accept implements inbox.Store. Keys are claimed and committed in one
 // statement per window (the transaction is the lease), and the new events
 // are inserted with multi-row statements: the per-event work inside the
-// write lock is what bounds intake throughput. Every statement's text is
+// write turn is what bounds intake throughput. Every statement's text is
 // one of a bounded set, prepared once; the counts by status of the new
 // events are not written at all (Stats counts pending events in
-// events_due).
+// events_due). Accept returns once the commit is durable; it waits for
+// the WAL's fsync after giving the write turn back (see AcceptWriters).
 func (s *Store) Accept(ctx context.Context, items []inbox.Item) (out []inbox.Outcome, err error) {
 	if len(items) == 0 {
 		return nil, nil
@@ -123,26 +124,29 @@ func (s *Store) Accept(ctx context.Context, items []inbox.Item) (out []inbox.Out
 			return nil, fmt.Errorf("inbox: headers of %s: %w", items[i].Event.EventID, err)
 		}
 	}
-	unlock, err := s.db.Lock(ctx)
+	err = s.write(ctx, "accept", func(tx *sql.Tx) error {
+		out, err = s.accept(ctx, tx, items, headers)
+		return err
+	})
 	if err != nil {
-		return nil, fail(ctx, "begin", err)
+		return nil, err
 	}
-	defer unlock()
-	tx, err := s.db.BeginTx(ctx, nil)
-	if err != nil {
-		return nil, unavailable("begin", err)
-	}
-	defer func() {
-		if err != nil {
-			tx.Rollback()
-		}
-	}()
-	out = make([]inbox.Outcome, len(items))
+	return out, nil
+}
+
+// AcceptWriters implements intake.ParallelAcceptor: two batches in
+// flight, so that while one waits for its fsync, which it does outside the
+// write turn, the next one's transaction runs.
+func (s *Store) AcceptWriters() int { return 2 }
+
+// accept is Accept's transaction.
+func (s *Store) accept(ctx context.Context, tx *sql.Tx, items []inbox.Item, headers [][]byte) ([]inbox.Outcome, error) {
+	out := make([]inbox.Outcome, len(items))
 	var fresh []int
 	counts := intakeCounts{}
 	replays, err := guard(ctx, s.db, tx, items, s.now().UnixNano())
 	if err != nil {
-		return nil, unavailable("replay guard", err)
+		return nil, fmt.Errorf("replay guard: %w", err)
 	}
 	for i, o := range replays {
 		out[i] = o
@@ -155,7 +159,7 @@ func (s *Store) Accept(ctx context.Context, items []inbox.Item) (out []inbox.Out
 		}
 		claims, err := s.keys.Claim(ctx, tx, window, true, hashes)
 		if err != nil {
-			return nil, unavailable("claim", err)
+			return nil, fmt.Errorf("claim: %w", err)
 		}
 		for j, c := range claims {
 			out[idx[j]] = inbox.Outcome{Status: c.Status, FirstSeen: c.FirstSeen, Expires: c.Expires}
@@ -168,15 +172,12 @@ func (s *Store) Accept(ctx context.Context, items []inbox.Item) (out []inbox.Out
 	received := s.now().UnixNano()
 	for _, n := range sqlitedb.Sizes(len(fresh)) {
 		if err := s.insert(ctx, tx, items, headers, fresh[:n], received, out); err != nil {
-			return nil, unavailable("insert", err)
+			return nil, fmt.Errorf("insert: %w", err)
 		}
 		fresh = fresh[n:]
 	}
 	if err := counts.save(ctx, s.db, tx); err != nil {
-		return nil, unavailable("count", err)
-	}
-	if err := tx.Commit(); err != nil {
-		return nil, unavailable("commit", err)
+		return nil, fmt.Errorf("count: %w", err)
 	}
 	return out, nil
 }
@@ -276,9 +277,13 @@ func (s *Store) Get(ctx context.Context, id int64) (inbox.Event, error) {
 
 // InitSetting implements inbox.Store.
 func (s *Store) InitSetting(ctx context.Context, name, value string) (string, error) {
-	if _, err := s.db.ExecContext(ctx, `INSERT INTO settings(name, value) VALUES (?, ?)
-		ON CONFLICT(name) DO NOTHING`, name, value); err != nil {
-		return "", unavailable("init setting", err)
+	err := s.write(ctx, "init setting", func(tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx, `INSERT INTO settings(name, value) VALUES (?, ?)
+			ON CONFLICT(name) DO NOTHING`, name, value)
+		return err
+	})
+	if err != nil {
+		return "", err
 	}
 	var v string
 	if err := s.db.QueryRowContext(ctx, `SELECT value FROM settings WHERE name = ?`, name).Scan(&v); err != nil {
