@@ -23,8 +23,8 @@
 //   - foreign_keys=ON;
 //   - wal_autocheckpoint=0: a commit never copies the WAL back into the
 //     database file. [DB] does that on a connection of its own instead (see
-//     Checkpoints), so the writer that holds the write turn pays only for its
-//     own fsync.
+//     Checkpoints), so the writer that holds the write turn never pays for
+//     one.
 //
 // Open reads journal_mode and synchronous back and fails with
 // [ErrNotDurable] if SQLite did not take them. It creates the file 0600
@@ -43,7 +43,9 @@
 // the disk flushes, and one fsync covers every commit made before it
 // began, so the commits that wait while one runs share the next. The WAL
 // is appended in order, so a commit that an fsync covers is recovered with
-// everything before it. [DB.WriteLazy] does not wait for the fsync at all.
+// everything before it; the file fsynced is the WAL of the moment, the one
+// SQLite creates again after every connection has closed included.
+// [DB.WriteLazy] does not wait for the fsync at all.
 // An fsync that fails ends durable writes ([ErrSyncFailed]) until the
 // database is opened again: the kernel may have dropped the pages it could
 // not write, so a later fsync that succeeds proves nothing. A database of
@@ -64,8 +66,8 @@
 //
 // # The write turn
 //
-// Within a process, write transactions queue on a channel ([DB.Lock]) before
-// they take a connection, so waiting goroutines neither hold connections nor
+// Within a process, write transactions queue on a channel (the write turn)
+// before they take a connection, so waiting goroutines neither hold connections nor
 // poll SQLite's lock; other processes on the same file queue on the busy
 // timeout. [DB.Write] returns once its commit is durable; [DB.WriteLazy]
 // commits without waiting for that, for transactions a crash may lose
