@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"path/filepath"
 	"strconv"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -198,26 +197,4 @@ func BenchmarkAccept(b *testing.B) {
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(next*batch), "ns/event")
 		})
 	}
-}
-
-// BenchmarkAcceptWriters is intake with the committer's two writers: two
-// goroutines, each accepting batches of 32 new events, so that one's
-// transaction can run while the other waits for its fsync.
-func BenchmarkAcceptWriters(b *testing.B) {
-	const batch = 32
-	s := benchStore(b)
-	prefill(b, s, "old", 20_000)
-	var next atomic.Int64
-	b.SetParallelism(1)
-	b.ResetTimer()
-	b.RunParallel(func(pb *testing.PB) {
-		for pb.Next() {
-			items := benchItems("e"+strconv.FormatInt(next.Add(1), 10)+"-", batch)
-			if _, err := s.Accept(b.Context(), items); err != nil {
-				b.Error(err)
-				return
-			}
-		}
-	})
-	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(next.Load()*batch), "ns/event")
 }
