@@ -39,7 +39,7 @@
 // the transaction still holds the write lock, so every writer behind it
 // waits for the disk too. Write instead commits with synchronous=NORMAL,
 // gives the write turn back, then fsyncs the WAL file itself and returns:
-// the next transaction (another intake batch, a worker's lease) runs while
+// the next transaction (a worker's lease, a lane's dispatch) runs while
 // the disk flushes, and one fsync covers every commit made before it
 // began, so the commits that wait while one runs share the next. The WAL
 // is appended in order, so a commit that an fsync covers is recovered with
