@@ -121,6 +121,13 @@ func (w *walSync) sync() error {
 	return w.fsync(w.file)
 }
 
+// unsynced is how many commits no fsync has covered yet.
+func (w *walSync) unsynced() uint64 {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.committed - w.synced
+}
+
 // close closes the WAL file. No wait may run or follow.
 func (w *walSync) close() {
 	if w.file != nil {

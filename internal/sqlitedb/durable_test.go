@@ -65,6 +65,16 @@ func holdFsync(db *DB) *heldFsync {
 	return h
 }
 
+// openTable opens a database with the table t (v INTEGER).
+func openTable(t *testing.T) *DB {
+	t.Helper()
+	db, _ := open(t)
+	if _, err := db.Exec(`CREATE TABLE t (v INTEGER)`); err != nil {
+		t.Fatal(err)
+	}
+	return db
+}
+
 // insertAsync writes row v in a Write of its own and reports its result.
 func insertAsync(db *DB, v int) <-chan error {
 	done := make(chan error, 1)
@@ -115,10 +125,7 @@ func returned(done <-chan error) bool {
 // runs share the next.
 func TestWriteWaitsForFsync(t *testing.T) {
 	t.Parallel()
-	db, _ := open(t)
-	if _, err := db.Exec(`CREATE TABLE t (v INTEGER)`); err != nil {
-		t.Fatal(err)
-	}
+	db := openTable(t)
 	h := holdFsync(db)
 
 	a := insertAsync(db, 1)
@@ -155,10 +162,7 @@ func TestWriteWaitsForFsync(t *testing.T) {
 // write fails, even once the disk would take an fsync again.
 func TestFsyncFailureEndsDurableWrites(t *testing.T) {
 	t.Parallel()
-	db, _ := open(t)
-	if _, err := db.Exec(`CREATE TABLE t (v INTEGER)`); err != nil {
-		t.Fatal(err)
-	}
+	db := openTable(t)
 	h := holdFsync(db)
 	a := insertAsync(db, 1)
 	h.begun(t)

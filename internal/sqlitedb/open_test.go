@@ -123,11 +123,8 @@ func TestFilesArePrivate(t *testing.T) {
 // TestWriteLazy: a lazy write commits without waiting for an fsync.
 func TestWriteLazy(t *testing.T) {
 	t.Parallel()
-	db, _ := open(t)
+	db := openTable(t)
 	ctx := t.Context()
-	if _, err := db.Exec(`CREATE TABLE t (v INTEGER)`); err != nil {
-		t.Fatal(err)
-	}
 	var fsyncs atomic.Int32
 	real := db.wal.fsync
 	db.wal.fsync = func(f *os.File) error {

@@ -72,6 +72,17 @@ func After(now int64, d time.Duration) int64 {
 	return now + int64(d)
 }
 
+// Unsynced reports how many of this process's commits no fsync of the WAL
+// covers yet: the [DB.WriteLazy] ones since the last [DB.Write] returned.
+// It is 0 on a database of the caller's ([Wrap]), whose commits fsync
+// themselves.
+func (d *DB) Unsynced() uint64 {
+	if d.wal == nil {
+		return 0
+	}
+	return d.wal.unsynced()
+}
+
 // WriteLazy is [DB.Write] for a transaction that is safe to lose in a
 // crash because it is redone and nothing outside the database has seen
 // it: it returns once committed, without waiting for the WAL's fsync. The

@@ -115,9 +115,8 @@ func unavailable(op string, err error) error {
 // events_due). Accept returns once the commit is durable; it waits for
 // the WAL's fsync after giving the write turn back, so the workers'
 // transactions run meanwhile. The committer runs one Accept at a time: a
-// second writer, whose transaction would run during the first one's fsync,
-// was measured slower (smaller batches for the same connections: 14.1-14.4k
-// accepts/s against 15.8-15.9k in bench/run.sh).
+// second writer, whose transaction would run during the first one's
+// fsync, measured slower (docs/benchmarks.md).
 func (s *Store) Accept(ctx context.Context, items []inbox.Item) (out []inbox.Outcome, err error) {
 	if len(items) == 0 {
 		return nil, nil

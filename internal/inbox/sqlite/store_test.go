@@ -388,3 +388,67 @@ func TestStatusCountsFollowEvents(t *testing.T) {
 	}
 	checkCounts(t, s, "after sweep")
 }
+
+// TestDurableWrites: what acknowledges an event or records what a
+// destination has seen returns only once an fsync covers its commit
+// (G1); lease, apply and finish, which are redone after a crash, do not
+// wait for one.
+func TestDurableWrites(t *testing.T) {
+	t.Parallel()
+	db, err := sqlitedb.Open(filepath.Join(t.TempDir(), "inbox.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	s, err := sqlite.New(db, sqlite.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := t.Context()
+	durable := func(op string) {
+		t.Helper()
+		if n := db.Unsynced(); n != 0 {
+			t.Errorf("%s returned with %d commits no fsync covers", op, n)
+		}
+	}
+	lazy := func(op string) {
+		t.Helper()
+		if db.Unsynced() == 0 {
+			t.Errorf("%s waited for an fsync", op)
+		}
+	}
+	ev := inbox.Event{Hash: dedupe.Key{Tenant: "t", Provider: "p", EventID: "e1"}.Hash(),
+		Scope: "s", Source: "src", Provider: "p", Tenant: "t", EventID: "e1", Payload: []byte(`{}`)}
+	if _, err := s.Accept(ctx, []inbox.Item{{Event: ev, Window: time.Hour}}); err != nil {
+		t.Fatal(err)
+	}
+	durable("Accept")
+	evs, err := s.Lease(ctx, "w", 1, time.Minute)
+	if err != nil || len(evs) != 1 {
+		t.Fatalf("Lease: %d events, %v", len(evs), err)
+	}
+	lazy("Lease")
+	if _, err := s.Apply(ctx, evs); err != nil {
+		t.Fatal(err)
+	}
+	lazy("Apply")
+	err = s.Finish(ctx, "w", []inbox.Result{{ID: evs[0].ID, Status: inbox.StatusProcessed, Destinations: []string{"app"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lazy("Finish")
+	lane := inbox.Lane{Source: "src", Destination: "app"}
+	out, err := s.Dispatch(ctx, "d", lane, nil, 1, time.Minute)
+	if err != nil || len(out.Tasks) != 1 {
+		t.Fatalf("Dispatch: %d tasks, %v", len(out.Tasks), err)
+	}
+	durable("Dispatch")
+	if err := s.CheckWrite(ctx); err != nil {
+		t.Fatal(err)
+	}
+	durable("CheckWrite")
+	if _, err := s.InitSetting(ctx, "name", "value"); err != nil {
+		t.Fatal(err)
+	}
+	durable("InitSetting")
+}
