@@ -44,6 +44,8 @@ func (f Filter) Conditions(at func(time.Time) any) []Condition {
 	case "":
 	case ApplyPending:
 		add("apply_outcome =", "")
+	case ApplyTie:
+		add("apply_tie =", true)
 	default:
 		add("apply_outcome =", string(f.Outcome))
 	}

@@ -42,17 +42,19 @@ func (s Status) Open() bool {
 // ApplyOutcome is what applying an event to its entity did.
 type ApplyOutcome string
 
-// Apply outcomes.
+// Apply outcomes. An event whose version equals the stored one is not
+// older: it is applied like a newer one, in arrival order (inbox id), and
+// its Applied says Tie.
 const (
 	// ApplyNone: the event names no entity, so nothing was applied.
 	ApplyNone ApplyOutcome = "none"
 	// ApplyApplied: the event was newer than the stored entity (or the
-	// first for it) and its state differs: a transition.
+	// first for it), or a tie, and its state differs: a transition.
 	ApplyApplied ApplyOutcome = "applied"
-	// ApplyUnchanged: the event was newer and was written, but the state
-	// is the same as before: no transition.
+	// ApplyUnchanged: the event was newer or a tie, and the entity's
+	// state is the same as before: no transition.
 	ApplyUnchanged ApplyOutcome = "unchanged"
-	// ApplyStale: the event's version is not newer than the stored one;
+	// ApplyStale: the event's version is older than the stored one;
 	// nothing changed and no side effect fires.
 	ApplyStale ApplyOutcome = "stale"
 )
@@ -66,6 +68,13 @@ type Applied struct {
 	// entity's From). Transition is Outcome == ApplyApplied with From != To.
 	From, To   string
 	Transition bool
+	// Tie is set when the event's version equals the stored one (its
+	// Outcome is ApplyApplied or ApplyUnchanged). Ties are applied in
+	// arrival order: the event wrote the entity unless one that arrived
+	// after it with the same version had already written it, which then
+	// keeps its state (ApplyUnchanged, From == To), as if the two had been
+	// applied in arrival order.
+	Tie bool
 }
 
 // Event is one stored delivery.
@@ -140,7 +149,8 @@ type Filter struct {
 	// that a page of a long range is read in index order, not sorted.
 	Since, Until time.Time
 	// Outcome keeps the events whose recorded apply outcome is Outcome;
-	// ApplyPending keeps the events not applied yet (Applied nil).
+	// ApplyPending keeps the events not applied yet (Applied nil),
+	// ApplyTie the ties (Applied.Tie).
 	Outcome ApplyOutcome
 	// BeforeID pages backwards: only events with a smaller id.
 	BeforeID int64
@@ -153,9 +163,13 @@ type Filter struct {
 	Limit int
 }
 
-// ApplyPending is the Filter.Outcome of the events not applied yet; no
-// Applied record carries it.
-const ApplyPending ApplyOutcome = "pending"
+// Filter.Outcome values that no Applied record carries: ApplyPending
+// keeps the events not applied yet, ApplyTie the events applied as a tie
+// (Applied.Tie), whatever their outcome.
+const (
+	ApplyPending ApplyOutcome = "pending"
+	ApplyTie     ApplyOutcome = "tie"
+)
 
 // DefaultLimit is the page size of List when Filter.Limit is zero.
 const DefaultLimit = 100
@@ -429,8 +443,10 @@ type Store interface {
 	// Apply applies the events' entities in one transaction, in id order,
 	// and returns one Applied per event. An event already applied returns
 	// its recorded result and changes nothing; otherwise the entity
-	// (tenant, type, id) is upserted only when the event's EntityOrder is
-	// greater than the stored one, and the result is recorded on the event.
+	// (tenant, type, id) is upserted when the event's EntityOrder is
+	// greater than the stored one, or equal to it (a tie) and the event
+	// arrived after the one that wrote it (a larger id), and the result is
+	// recorded on the event.
 	Apply(ctx context.Context, events []Event) ([]Applied, error)
 	// Deliveries returns the recorded deliveries of the given events, by
 	// event id, then by destination name.

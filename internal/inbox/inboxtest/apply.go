@@ -42,7 +42,7 @@ func testApplyVersionGuard(b *bundle) {
 		item("paid", entity("ch_1", 20, "paid")),
 		item("older", entity("ch_1", 15, "void")),
 		item("equal", entity("ch_1", 20, "refunded")),
-		item("newer-same", entity("ch_1", 30, "paid")),
+		item("newer-same", entity("ch_1", 30, "refunded")),
 	)
 	first := inbox.Applied{Outcome: inbox.ApplyApplied, From: "", To: "open", Transition: true}
 	b.applied("first event of an entity", b.apply(b.eventsOf(ids[0])...)[0], first)
@@ -57,24 +57,82 @@ func testApplyVersionGuard(b *bundle) {
 
 	stale := inbox.Applied{Outcome: inbox.ApplyStale, From: "paid", To: "paid"}
 	b.applied("older event", b.apply(b.eventsOf(ids[2])...)[0], stale)
-	b.applied("equal version", b.apply(b.eventsOf(ids[3])...)[0], stale)
 	b.entityAt("ch_1", "paid", 20, ids[1])
 
+	// An equal version is not older: the later arrival is applied, and
+	// recorded as a tie.
+	tie := inbox.Applied{Outcome: inbox.ApplyApplied, From: "paid", To: "refunded", Transition: true, Tie: true}
+	b.applied("equal version", b.apply(b.eventsOf(ids[3])...)[0], tie)
+	b.entityAt("ch_1", "refunded", 20, ids[3])
+
 	b.applied("newer event, same state", b.apply(b.eventsOf(ids[4])...)[0],
-		inbox.Applied{Outcome: inbox.ApplyUnchanged, From: "paid", To: "paid"})
-	b.entityAt("ch_1", "paid", 30, ids[4])
+		inbox.Applied{Outcome: inbox.ApplyUnchanged, From: "refunded", To: "refunded"})
+	b.entityAt("ch_1", "refunded", 30, ids[4])
 
 	// A re-run (crash, replay) of the first event after the entity moved
 	// on gets its recorded result, transition included, and changes
 	// nothing.
 	b.applied("first event again", b.apply(b.eventsOf(ids[0])...)[0], first)
-	b.entityAt("ch_1", "paid", 30, ids[4])
-	if got := b.get(ids[0]).Applied; got == nil || *got != first {
-		b.t.Errorf("Get after Apply: Applied %v, want %+v", got, first)
+	b.entityAt("ch_1", "refunded", 30, ids[4])
+	for _, c := range []struct {
+		what string
+		id   int64
+		want inbox.Applied
+	}{{"first", ids[0], first}, {"stale", ids[2], stale}, {"tie", ids[3], tie}} {
+		if got := b.get(c.id).Applied; got == nil || *got != c.want {
+			b.t.Errorf("Get of the %s event: Applied %v, want %+v", c.what, got, c.want)
+		}
 	}
-	if got := b.get(ids[2]).Applied; got == nil || *got != stale {
-		b.t.Errorf("Get of the stale event: Applied %v, want %+v", got, stale)
+}
+
+// testApplyTies: events of one entity with equal versions are applied in
+// arrival order (inbox id), within a batch and across batches alike; each
+// after the first is a tie, which changes the state (a transition) or
+// not; only a strictly older version is stale; a re-run returns the
+// recorded tie; List finds ties.
+func testApplyTies(b *bundle) {
+	ids := b.add(
+		item("created", entity("ch_1", 10, "pending")),
+		item("succeeded", entity("ch_1", 10, "paid")),
+		item("updated", entity("ch_1", 10, "paid")),
+	)
+	// Handed over newest first, applied in arrival order.
+	got := b.apply(b.eventsOf(ids[2], ids[1], ids[0])...)
+	first := inbox.Applied{Outcome: inbox.ApplyApplied, To: "pending", Transition: true}
+	changed := inbox.Applied{Outcome: inbox.ApplyApplied, From: "pending", To: "paid", Transition: true, Tie: true}
+	same := inbox.Applied{Outcome: inbox.ApplyUnchanged, From: "paid", To: "paid", Tie: true}
+	b.applied("the first event of the entity", got[2], first)
+	b.applied("a tie with a new state", got[1], changed)
+	b.applied("a tie with the same state", got[0], same)
+	b.entityAt("ch_1", "paid", 10, ids[2])
+
+	older := b.add(item("older", entity("ch_1", 9, "void")))[0]
+	b.applied("an older version after ties", b.apply(b.eventsOf(older)...)[0],
+		inbox.Applied{Outcome: inbox.ApplyStale, From: "paid", To: "paid"})
+	b.entityAt("ch_1", "paid", 10, ids[2])
+
+	b.applied("a tie again", b.apply(b.eventsOf(ids[1])...)[0], changed)
+	b.entityAt("ch_1", "paid", 10, ids[2])
+	if a := b.get(ids[1]).Applied; a == nil || *a != changed {
+		b.t.Errorf("Get of the tie: Applied %v, want %+v", a, changed)
 	}
+
+	// Across batches applied out of arrival order (two workers, a retry):
+	// the later arrival holds the entity, as it would in one batch; the
+	// earlier one, applied last, is a tie that leaves the state as it is.
+	late := b.add(
+		item("ch_2 created", entity("ch_2", 5, "pending")),
+		item("ch_2 succeeded", entity("ch_2", 5, "paid")),
+	)
+	b.applied("the later arrival first", b.apply(b.eventsOf(late[1])...)[0],
+		inbox.Applied{Outcome: inbox.ApplyApplied, To: "paid", Transition: true})
+	b.applied("the earlier arrival after it", b.apply(b.eventsOf(late[0])...)[0],
+		inbox.Applied{Outcome: inbox.ApplyUnchanged, From: "paid", To: "paid", Tie: true})
+	b.entityAt("ch_2", "paid", 5, late[1])
+
+	b.listed("ties", inbox.Filter{Outcome: inbox.ApplyTie}, late[0], ids[2], ids[1])
+	b.listed("ties of a source", inbox.Filter{Outcome: inbox.ApplyTie, Source: "other"})
+	b.listed("applied, ties included", inbox.Filter{Outcome: inbox.ApplyApplied}, late[1], ids[1], ids[0])
 }
 
 func testApplyBatchInIDOrder(b *bundle) {

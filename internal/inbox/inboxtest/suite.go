@@ -54,6 +54,7 @@ func Exercise(t *testing.T, newStore func(t *testing.T, clock *Clock) inbox.Stor
 		{"DeadStays", testDeadStays},
 		{"ApplyVersionGuard", testApplyVersionGuard},
 		{"ApplyBatchInIDOrder", testApplyBatchInIDOrder},
+		{"ApplyTies", testApplyTies},
 		{"ApplySeparateEntities", testApplySeparateEntities},
 		{"EntityUnknown", testEntityUnknown},
 		{"Deliveries", testDeliveries},

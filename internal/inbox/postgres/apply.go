@@ -102,15 +102,23 @@ func (s *Store) Apply(ctx context.Context, events []inbox.Event) ([]inbox.Applie
 }
 
 // decide runs the version guard for event id against head (nil for an
-// event without entity) and moves head on when the event is newer.
+// event without entity) and moves head on when the event is newer or a
+// tie. Only a strictly older version is stale; an equal one is a tie,
+// applied in arrival order: it moves head on unless an event that arrived
+// after it (a larger id) with the same version already has, whose state
+// then stands, as if the two had been applied in id order.
 func decide(id int64, r *applyRow, head *entityHead) inbox.Applied {
 	if head == nil {
 		return inbox.Applied{Outcome: inbox.ApplyNone}
 	}
-	if head.found && r.order <= head.order {
+	tie := head.found && r.order == head.order
+	if head.found && r.order < head.order {
 		return inbox.Applied{Outcome: inbox.ApplyStale, From: head.state, To: head.state}
 	}
-	res := inbox.Applied{Outcome: inbox.ApplyUnchanged, From: head.state, To: r.state}
+	if tie && id < head.event {
+		return inbox.Applied{Outcome: inbox.ApplyUnchanged, From: head.state, To: head.state, Tie: true}
+	}
+	res := inbox.Applied{Outcome: inbox.ApplyUnchanged, From: head.state, To: r.state, Tie: tie}
 	if head.state != r.state {
 		res.Outcome, res.Transition = inbox.ApplyApplied, true
 	}
@@ -123,7 +131,7 @@ func decide(id int64, r *applyRow, head *entityHead) inbox.Applied {
 // event take turns and the second sees the first's recorded result.
 func readApplyRows(ctx context.Context, tx pgx.Tx, ids []int64) (map[int64]*applyRow, error) {
 	rows, err := tx.Query(ctx, `SELECT id, tenant, entity_type, entity_id, entity_version,
-		entity_order, entity_state, apply_outcome, apply_from, apply_to, apply_transition
+		entity_order, entity_state, apply_outcome, apply_from, apply_to, apply_transition, apply_tie
 		FROM inbox_events WHERE id = ANY($1) ORDER BY id FOR UPDATE`, ids)
 	if err != nil {
 		return nil, err
@@ -138,7 +146,7 @@ func readApplyRows(ctx context.Context, tx pgx.Tx, ids []int64) (map[int64]*appl
 			outcome string
 		)
 		if err := rows.Scan(&id, &r.key.tenant, &r.key.typ, &r.key.id, &r.version, &r.order, &r.state,
-			&outcome, &applied.From, &applied.To, &applied.Transition); err != nil {
+			&outcome, &applied.From, &applied.To, &applied.Transition, &applied.Tie); err != nil {
 			return nil, err
 		}
 		if outcome != "" {
@@ -212,23 +220,23 @@ func writeHeads(ctx context.Context, tx pgx.Tx, now any, heads map[entityKey]*en
 	return err
 }
 
-// recordsQuery records Apply results, one element of $1..$5 per event.
+// recordsQuery records Apply results, one element of $1..$6 per event.
 const recordsQuery = `UPDATE inbox_events e SET apply_outcome = r.outcome, apply_from = r.from_state,
-	apply_to = r.to_state, apply_transition = r.transition
-	FROM unnest($1::bigint[], $2::text[], $3::text[], $4::text[], $5::boolean[])
-		AS r(id, outcome, from_state, to_state, transition)
+	apply_to = r.to_state, apply_transition = r.transition, apply_tie = r.tie
+	FROM unnest($1::bigint[], $2::text[], $3::text[], $4::text[], $5::boolean[], $6::boolean[])
+		AS r(id, outcome, from_state, to_state, transition, tie)
 	WHERE e.id = r.id`
 
 // records are Apply results to record on their events.
 type records struct {
 	ids                  []int64
 	outcomes, froms, tos []string
-	transitions          []bool
+	transitions, ties    []bool
 }
 
 func (r *records) add(id int64, a inbox.Applied) {
 	r.ids, r.outcomes, r.froms, r.tos = append(r.ids, id), append(r.outcomes, string(a.Outcome)), append(r.froms, a.From), append(r.tos, a.To)
-	r.transitions = append(r.transitions, a.Transition)
+	r.transitions, r.ties = append(r.transitions, a.Transition), append(r.ties, a.Tie)
 }
 
 // save records the results in one statement.
@@ -236,7 +244,7 @@ func (r *records) save(ctx context.Context, tx pgx.Tx) error {
 	if len(r.ids) == 0 {
 		return nil
 	}
-	_, err := tx.Exec(ctx, recordsQuery, r.ids, r.outcomes, r.froms, r.tos, r.transitions)
+	_, err := tx.Exec(ctx, recordsQuery, r.ids, r.outcomes, r.froms, r.tos, r.transitions, r.ties)
 	return err
 }
 

@@ -11,11 +11,11 @@ import (
 	"github.com/hookgate/hookgate/internal/pgtest"
 )
 
-// TestListPlans: on a database of some size (schema v2 has the indexes),
-// every filter of List that few events match reads the index made for it,
-// never the whole of inbox_events. (When most events match, a walk of the
-// primary key newest first finds a page soonest, and the planner rightly
-// takes it.)
+// TestListPlans: on a database of some size (schemas v2 and v3 have the
+// indexes), every filter of List that few events match reads the index
+// made for it, never the whole of inbox_events. (When most events match,
+// a walk of the primary key newest first finds a page soonest, and the
+// planner rightly takes it.)
 func TestListPlans(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
@@ -43,6 +43,7 @@ func TestListPlans(t *testing.T) {
 		{"until", inbox.Filter{Until: time.Now().Add(-time.Hour)}, "inbox_events_received"},
 		{"outcome", inbox.Filter{Outcome: inbox.ApplyStale}, "inbox_events_outcome"},
 		{"not applied", inbox.Filter{Outcome: inbox.ApplyPending}, "inbox_events_outcome"},
+		{"tie", inbox.Filter{Outcome: inbox.ApplyTie}, "inbox_events_tie"},
 		{"before", inbox.Filter{BeforeID: 10}, "inbox_events_pkey"},
 		{"after", inbox.Filter{AfterID: 10}, "inbox_events_pkey"},
 		{"after, by source", inbox.Filter{AfterID: 10, Source: "other"}, "inbox_events_source"},

@@ -124,7 +124,7 @@ func TestGenericPlans(t *testing.T) {
 			ARRAY[''], ARRAY[''], ARRAY['delivered'], 'w', ` + none},
 		{"lane lease", laneLease, now + ", 'shop', 'app', 'w', 1000, 10"},
 		{"entities", headsQuery, "ARRAY['t'], ARRAY['charge'], ARRAY['ch_1']"},
-		{"apply records", recordsQuery, "ARRAY[5]::bigint[], ARRAY['none'], ARRAY[''], ARRAY[''], ARRAY[false]"},
+		{"apply records", recordsQuery, "ARRAY[5]::bigint[], ARRAY['none'], ARRAY[''], ARRAY[''], ARRAY[false], ARRAY[false]"},
 		{"replay dead", replay, now + ", 0, 100, 'dead'"},
 		{"sweep events", sweepEventsQuery, "now(), 1000"},
 		{"sweep keys", sweepExpiredQuery("inbox_keys", "hash"), now + ", 1000"},

@@ -16,7 +16,7 @@ const migrationLock int64 = 0x686f6f6b67617465 // "hookgate"
 // migrations are the schema versions in order; migrations[i] is version
 // i+1. They are forward-only: a released version is never edited, a
 // change is a new one.
-var migrations = []string{schemaV1, schemaV2}
+var migrations = []string{schemaV1, schemaV2, schemaV3}
 
 // schemaV1 is the first schema. Times are timestamptz; '-infinity' stands
 // for "none" (no lease, no next attempt, not processed), so the columns
@@ -165,6 +165,16 @@ CREATE INDEX IF NOT EXISTS inbox_events_event_id ON inbox_events (event_id, id);
 CREATE INDEX IF NOT EXISTS inbox_events_hash ON inbox_events (hash, id);
 CREATE INDEX IF NOT EXISTS inbox_events_received ON inbox_events (received_at, id);
 CREATE INDEX IF NOT EXISTS inbox_events_outcome ON inbox_events (apply_outcome, id);
+`
+
+// schemaV3 keeps, beside an event's apply outcome, whether its version
+// equalled the stored one (a tie), and indexes the ties for List: a
+// partial index, which intake never writes (an event is not a tie until
+// it is applied). A column with a constant default is added without
+// rewriting the table.
+const schemaV3 = `
+ALTER TABLE inbox_events ADD COLUMN apply_tie boolean NOT NULL DEFAULT false;
+CREATE INDEX inbox_events_tie ON inbox_events (id) WHERE apply_tie;
 `
 
 // migrate brings the database to the newest version in one transaction

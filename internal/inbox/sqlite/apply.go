@@ -26,11 +26,13 @@ type applyRow struct {
 // entityKey names one entity.
 type entityKey struct{ tenant, typ, id string }
 
-// entityHead is what the version guard compares against.
+// entityHead is what the version guard compares against: the stored
+// order and state, and the event that wrote them.
 type entityHead struct {
 	found bool
 	order int64
 	state string
+	event int64
 }
 
 // Apply implements inbox.Store. The entity fields are read from the stored
@@ -87,7 +89,7 @@ func (s *Store) Apply(ctx context.Context, events []inbox.Event) ([]inbox.Applie
 func (s *Store) readApplyRows(ctx context.Context, tx *sql.Tx, ids []int64) (map[int64]*applyRow, error) {
 	rows := make(map[int64]*applyRow, len(ids))
 	read, err := s.db.Stmt(ctx, tx, `SELECT id, tenant, entity_type, entity_id, entity_version,
-		entity_order, entity_state, apply_outcome, apply_from, apply_to, apply_transition
+		entity_order, entity_state, apply_outcome, apply_from, apply_to, apply_transition, apply_tie
 		FROM events WHERE id IN (SELECT value FROM json_each(?))`)
 	if err != nil {
 		return nil, err
@@ -105,7 +107,7 @@ func (s *Store) readApplyRows(ctx context.Context, tx *sql.Tx, ids []int64) (map
 				outcome string
 			)
 			if err := got.Scan(&id, &r.tenant, &r.typ, &r.entityID, &r.version, &r.order, &r.state,
-				&outcome, &applied.From, &applied.To, &applied.Transition); err != nil {
+				&outcome, &applied.From, &applied.To, &applied.Transition, &applied.Tie); err != nil {
 				got.Close()
 				return nil, err
 			}
@@ -136,7 +138,7 @@ type applier struct {
 func newApplier(ctx context.Context, tx *sql.Tx, db *sqlitedb.DB, now int64) (*applier, error) {
 	a := &applier{ctx: ctx, now: now, heads: map[entityKey]entityHead{}}
 	var err error
-	if a.read, err = db.Stmt(ctx, tx, `SELECT ord, state FROM entities
+	if a.read, err = db.Stmt(ctx, tx, `SELECT ord, state, event_id FROM entities
 		WHERE tenant = ? AND type = ? AND id = ?`); err != nil {
 		return nil, err
 	}
@@ -148,7 +150,7 @@ func newApplier(ctx context.Context, tx *sql.Tx, db *sqlitedb.DB, now int64) (*a
 		return nil, err
 	}
 	if a.record, err = db.Stmt(ctx, tx, `UPDATE events SET apply_outcome = ?, apply_from = ?,
-		apply_to = ?, apply_transition = ? WHERE id = ?`); err != nil {
+		apply_to = ?, apply_transition = ?, apply_tie = ? WHERE id = ?`); err != nil {
 		a.close()
 		return nil, err
 	}
@@ -163,7 +165,11 @@ func (a *applier) close() {
 	}
 }
 
-// apply runs the version guard for event id and records its result.
+// apply runs the version guard for event id and records its result. Only
+// a strictly older version is stale; an equal one is a tie, applied in
+// arrival order: it writes the entity unless an event that arrived after
+// it (a larger id) with the same version already has, whose state then
+// stands, as if the two had been applied in id order.
 func (a *applier) apply(id int64, r *applyRow) (inbox.Applied, error) {
 	res := inbox.Applied{Outcome: inbox.ApplyNone}
 	if r.entityID != "" {
@@ -172,33 +178,38 @@ func (a *applier) apply(id int64, r *applyRow) (inbox.Applied, error) {
 		if err != nil {
 			return res, err
 		}
-		if head.found && r.order <= head.order {
+		tie := head.found && r.order == head.order
+		switch {
+		case head.found && r.order < head.order:
 			res = inbox.Applied{Outcome: inbox.ApplyStale, From: head.state, To: head.state}
-		} else {
+		case tie && id < head.event:
+			res = inbox.Applied{Outcome: inbox.ApplyUnchanged, From: head.state, To: head.state, Tie: true}
+		default:
 			if _, err := a.upsert.ExecContext(a.ctx, key.tenant, key.typ, key.id, r.version,
 				r.order, r.state, id, a.now); err != nil {
 				return res, err
 			}
-			a.heads[key] = entityHead{found: true, order: r.order, state: r.state}
-			res = inbox.Applied{Outcome: inbox.ApplyUnchanged, From: head.state, To: r.state}
+			a.heads[key] = entityHead{found: true, order: r.order, state: r.state, event: id}
+			res = inbox.Applied{Outcome: inbox.ApplyUnchanged, From: head.state, To: r.state, Tie: tie}
 			if head.state != r.state {
 				res.Outcome, res.Transition = inbox.ApplyApplied, true
 			}
 		}
 	}
-	if _, err := a.record.ExecContext(a.ctx, string(res.Outcome), res.From, res.To, res.Transition, id); err != nil {
+	if _, err := a.record.ExecContext(a.ctx, string(res.Outcome), res.From, res.To, res.Transition, res.Tie, id); err != nil {
 		return res, err
 	}
 	return res, nil
 }
 
-// head returns the stored order and state of an entity.
+// head returns the stored order and state of an entity, and the event
+// that wrote them.
 func (a *applier) head(key entityKey) (entityHead, error) {
 	if h, ok := a.heads[key]; ok {
 		return h, nil
 	}
 	h := entityHead{found: true}
-	err := a.read.QueryRowContext(a.ctx, key.tenant, key.typ, key.id).Scan(&h.order, &h.state)
+	err := a.read.QueryRowContext(a.ctx, key.tenant, key.typ, key.id).Scan(&h.order, &h.state, &h.event)
 	if errors.Is(err, sql.ErrNoRows) {
 		h = entityHead{}
 	} else if err != nil {

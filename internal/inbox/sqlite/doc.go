@@ -6,11 +6,11 @@
 // events holds every accepted event with its processing record: status,
 // attempts, when it is due again, who leases it until when, the last
 // error, when it was processed, and the recorded result of applying it
-// (apply_outcome, apply_from, apply_to, apply_transition). entities holds
-// the newest state of each (tenant, type, id); deliveries one row per
-// (event, destination) with its own status, attempts, next attempt and
-// lease; attempts every delivery attempt (the attempt log); lanes the
-// state of each (source, destination); counters the intake outcomes per
+// (apply_outcome, apply_from, apply_to, apply_transition, apply_tie).
+// entities holds the newest state of each (tenant, type, id); deliveries
+// one row per (event, destination) with its own status, attempts, next
+// attempt and lease; attempts every delivery attempt (the attempt log);
+// lanes the state of each (source, destination); counters the intake outcomes per
 // source, written by each batch in its transaction with one prepared
 // statement; status_counts the events per source of each status that is
 // not pending, kept by triggers, so that [Store.Stats] reads a few rows

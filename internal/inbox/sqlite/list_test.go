@@ -12,8 +12,9 @@ import (
 
 // TestListPlans: every filter of List reads an index, never the whole
 // events table, but the provider event id and the key (no index on SQLite:
-// see listIndexes), which walk the events newest first, without a sort;
-// only a page after a cursor sorts (its own rows, back to newest first).
+// see listIndexes) and ties (see recordTies), which walk the events newest
+// first, without a sort; only a page after a cursor sorts (its own rows,
+// back to newest first).
 func TestListPlans(t *testing.T) {
 	t.Parallel()
 	s, err := Open(filepath.Join(t.TempDir(), "inbox.db"), Options{})
@@ -38,6 +39,7 @@ func TestListPlans(t *testing.T) {
 		{"until", inbox.Filter{Until: at}, false, false},
 		{"outcome", inbox.Filter{Outcome: inbox.ApplyStale}, false, false},
 		{"not applied", inbox.Filter{Outcome: inbox.ApplyPending}, false, false},
+		{"tie", inbox.Filter{Outcome: inbox.ApplyTie}, false, true},
 		{"before", inbox.Filter{BeforeID: 10}, false, false},
 		{"after", inbox.Filter{AfterID: 10}, true, false},
 		{"after, by source", inbox.Filter{AfterID: 10, Source: "shop"}, true, false},

@@ -139,7 +139,15 @@ var inboxSteps = []sqlitedb.Step{
 	{Name: "create the inbox, or bring an unversioned file up to date", Up: upgradeUnversioned},
 	sqlitedb.Exec("count pending events from events_due", pendingFromIndex),
 	sqlitedb.Exec("index what List's filters read", listIndexes),
+	sqlitedb.Exec("record ties", recordTies),
 }
+
+// recordTies keeps, beside an event's apply outcome, whether its version
+// equalled the stored one. List finds ties without an index of their
+// own: events_outcome cannot serve a test of apply_tie, and a partial
+// index cannot serve a bound value; a search walks the events newest
+// first, as one by provider event id does.
+const recordTies = `ALTER TABLE events ADD COLUMN apply_tie INTEGER NOT NULL DEFAULT 0;`
 
 // listIndexes are the indexes List needs besides events_source and
 // events_status, so that those filters read an index rather than the
