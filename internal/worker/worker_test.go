@@ -751,28 +751,46 @@ func TestCompileSchema(t *testing.T) {
 	}
 }
 
-// G7: one destination refusing for good (422) kills only the events it is
-// for: in one batch, the other source's event is processed.
+// G7: a destination refusing one event for good (422) kills only that
+// event: the other events delivered to it in the same dispatch, on the
+// same lane, are delivered and processed, each called once.
 func TestPermanentRefusalKillsOnlyItsEvent(t *testing.T) {
 	t.Parallel()
-	refusing := newDest(t, status(http.StatusUnprocessableEntity))
-	healthy := newDest(t, nil)
-	b := setup(t,
-		worker.Source{Name: "shop", Destinations: []worker.Destination{destination("strict", refusing, worker.OnEvent, 0)}},
-		worker.Source{Name: "crm", Destinations: []worker.Destination{destination("app", healthy, worker.OnEvent, 0)}})
+	app := newDest(t, nil)
+	app.answer = func(n int, _ http.ResponseWriter) int {
+		if strings.Contains(app.Calls()[n-1].body, `"o2"`) {
+			return http.StatusUnprocessableEntity
+		}
+		return http.StatusNoContent
+	}
+	b := setup(t, worker.Source{Name: "shop", Destinations: []worker.Destination{destination("app", app, worker.OnEvent, 0)}})
 	b.start()
-	other := event("c1", 1, "open")
-	other.Source = "crm"
-	ids := b.add(event("o1", 1, "paid"), other)
-	if r := b.once(); r.Events != 2 {
-		t.Fatalf("leased %d events in one batch, want 2", r.Events)
+	ids := b.add(event("o1", 1, "paid"), event("o2", 1, "paid"), event("o3", 1, "paid"), event("o4", 1, "paid"))
+	if r := b.once(); r.Events != len(ids) {
+		t.Fatalf("leased %d events in one batch, want %d", r.Events, len(ids))
 	}
-	if ev := b.wantStatus(ids[0], inbox.StatusDead); !strings.Contains(ev.LastError, "422") {
-		t.Errorf("refused event's error %q should name the status", ev.LastError)
+	for i, id := range ids {
+		d := b.delivery(id, "app")
+		if i == 1 {
+			if ev := b.wantStatus(id, inbox.StatusDead); !strings.Contains(ev.LastError, "422") {
+				t.Errorf("refused event's error %q should name the status", ev.LastError)
+			}
+			if d.Status != inbox.DeliveryFailed || d.Attempts != 1 || d.Code != http.StatusUnprocessableEntity {
+				t.Errorf("refused delivery: %+v", d)
+			}
+			continue
+		}
+		b.wantStatus(id, inbox.StatusProcessed)
+		if d.Status != inbox.DeliveryDelivered || d.Attempts != 1 || d.Code != http.StatusNoContent {
+			t.Errorf("delivery of event %d, sent beside the refused one: %+v", id, d)
+		}
 	}
-	b.wantStatus(ids[1], inbox.StatusProcessed)
-	if n := len(healthy.Calls()); n != 1 {
-		t.Errorf("healthy destination called %d times, want 1", n)
+	if n := b.obs.lostCount("delivery"); n != 0 {
+		t.Errorf("%d deliveries recorded as lost by their own dispatcher", n)
+	}
+	b.once()
+	if n := len(app.Calls()); n != len(ids) {
+		t.Errorf("destination called %d times, want %d (once per event)", n, len(ids))
 	}
 }
 

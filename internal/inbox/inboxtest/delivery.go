@@ -1,6 +1,7 @@
 package inboxtest
 
 import (
+	"cmp"
 	"errors"
 	"slices"
 	"strings"
@@ -179,6 +180,63 @@ func testDispatchConcurrent(b *bundle) {
 			b.t.Errorf("event %d leased %d times by concurrent dispatchers, want once", id, seen[id])
 		}
 		b.status(id, inbox.StatusProcessed)
+	}
+}
+
+// testDispatchFailureStaysItsOwn records, in one dispatch of one lane,
+// attempts of which one failed for good among deliveries: each attempt
+// changes its own delivery and event only.
+func testDispatchFailureStaysItsOwn(b *bundle) {
+	ids := b.add(item("a"), item("b"), item("c"), item("d"))
+	evs := b.lease("processor", len(ids))
+	results := make([]inbox.Result, len(evs))
+	for i, e := range evs {
+		results[i] = inbox.Result{ID: e.ID, Status: inbox.StatusProcessed, Destinations: []string{"app"}}
+	}
+	b.finish("processor", results...)
+	if got := taskIDs(b.dispatch("d", app, len(ids)).Tasks); !slices.Equal(got, ids) {
+		b.t.Fatalf("leased %v, want %v in one dispatch", got, ids)
+	}
+	refused := ids[1]
+	var done []inbox.Done
+	for _, id := range ids {
+		if id == refused {
+			done = append(done, b.ended(id, "app", inbox.DeliveryFailed, 422, "refused"))
+		} else {
+			done = append(done, b.ended(id, "app", inbox.DeliveryDelivered, 204, ""))
+		}
+	}
+	out := b.dispatch("d", app, 0, done...)
+	if len(out.Lost) != 0 {
+		b.t.Errorf("lost %v of the dispatcher's own deliveries", out.Lost)
+	}
+	var want []inbox.Settled
+	for _, id := range ids {
+		st := inbox.Settled{ID: id, Source: "shop", Status: inbox.StatusProcessed}
+		if id == refused {
+			st.Status, st.Error = inbox.StatusDead, "app: refused"
+		}
+		want = append(want, st)
+	}
+	slices.SortFunc(out.Settled, func(x, y inbox.Settled) int { return cmp.Compare(x.ID, y.ID) })
+	if !slices.Equal(out.Settled, want) {
+		b.t.Errorf("settled %+v, want %+v", out.Settled, want)
+	}
+	got := b.deliveries(ids...)
+	for i, id := range ids {
+		d, status, code := got[id]["app"], inbox.DeliveryDelivered, 204
+		if id == refused {
+			status, code = inbox.DeliveryFailed, 422
+		}
+		if d.Status != status || d.Attempts != 1 || d.Code != code {
+			b.t.Errorf("delivery of event %d: %s, %d attempts, code %d; want %s, 1, %d", id, d.Status, d.Attempts, d.Code, status, code)
+		}
+		if e := b.get(id); e.Status != want[i].Status {
+			b.t.Errorf("event %d is %s, want %s", id, e.Status, want[i].Status)
+		}
+		if log, err := b.store.Attempts(b.ctx, id); err != nil || len(log) != 1 || log[0].Code != code {
+			b.t.Errorf("attempt log of event %d: %+v, %v; want its one attempt, %d", id, log, err, code)
+		}
 	}
 }
 

@@ -61,6 +61,7 @@ func Exercise(t *testing.T, newStore func(t *testing.T, clock *Clock) inbox.Stor
 		{"FinishWithoutDestinations", testFinishWithoutDestinations},
 		{"DispatchConcurrent", testDispatchConcurrent},
 		{"DispatchLost", testDispatchLost},
+		{"DispatchFailureStaysItsOwn", testDispatchFailureStaysItsOwn},
 		{"FinishLost", testFinishLost},
 		{"ReplayedEventAlreadyDelivered", testReplayedEventAlreadyDelivered},
 		{"LaneStats", testLaneStats},
