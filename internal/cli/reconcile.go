@@ -44,10 +44,22 @@ type spoolReport struct {
 	Drained       int64      `json:"drained"`
 	Duplicates    int64      `json:"duplicates_at_drain"`
 	Waiting       int64      `json:"waiting"`
+	Quarantined   int64      `json:"quarantined"`
 	FirstSpooled  *time.Time `json:"first_spooled,omitempty"`
 	LastSpooled   *time.Time `json:"last_spooled,omitempty"`
 	LastDrained   *time.Time `json:"last_drained,omitempty"`
 	OldestWaiting *time.Time `json:"oldest_waiting,omitempty"`
+	// Rows are the quarantined events, with their bytes (base64 in
+	// JSON) for an operator to recover them.
+	Rows []quarantinedRow `json:"quarantined_rows,omitempty"`
+}
+
+// quarantinedRow is a spooled event that cannot be decoded.
+type quarantinedRow struct {
+	Seq       int64     `json:"seq"`
+	SpooledAt time.Time `json:"spooled_at"`
+	Reason    string    `json:"reason"`
+	Bytes     []byte    `json:"bytes"`
 }
 
 func runReconcile(ctx context.Context, args []string, std IO) error {
@@ -57,8 +69,10 @@ func runReconcile(ctx context.Context, args []string, std IO) error {
 spool): how many events each node spooled while the database could not be
 reached, how many were drained into it since, how many of those the database
 already held (another node had stored them, or they arrived before the
-outage: recorded as duplicates, never processed again), and how many still
-wait. Give one --spool per node, or a --config whose dedupe.spool is read.`,
+outage: recorded as duplicates, never processed again), how many still
+wait, and the events that cannot be decoded (quarantined: kept aside with
+their bytes, not drained; each needs an operator). Give one --spool per
+node, or a --config whose dedupe.spool is read; a node may be running.`,
 		examples: []string{"reconcile --config hookgate.yaml", "reconcile --spool node1-spool.db --spool node2-spool.db --json"},
 	}, std)
 	configPath := fs.String("config", os.Getenv("HOOKGATE_CONFIG"), "config `FILE` whose dedupe.spool is read (default $HOOKGATE_CONFIG)")
@@ -103,7 +117,7 @@ func readSpool(ctx context.Context, path string) (spoolReport, error) {
 	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
 		return spoolReport{}, fmt.Errorf("no spool at %s: this node has not spooled (or the path is wrong)", path)
 	}
-	sp, err := spool.Open(ctx, path, spool.Options{})
+	sp, err := spool.Open(ctx, path, spool.Options{Report: true})
 	if err != nil {
 		return spoolReport{}, err
 	}
@@ -112,11 +126,20 @@ func readSpool(ctx context.Context, path string) (spoolReport, error) {
 	if err != nil {
 		return spoolReport{}, err
 	}
-	return spoolReport{
+	qs, err := sp.Quarantined(ctx)
+	if err != nil {
+		return spoolReport{}, err
+	}
+	r := spoolReport{
 		Path: path, Spooled: st.Spooled, Drained: st.Drained, Duplicates: st.Duplicates, Waiting: st.Waiting,
+		Quarantined:  st.Quarantined,
 		FirstSpooled: timeOrNil(st.FirstSpooled), LastSpooled: timeOrNil(st.LastSpooled),
 		LastDrained: timeOrNil(st.LastDrained), OldestWaiting: timeOrNil(st.OldestWaiting),
-	}, nil
+	}
+	for _, q := range qs {
+		r.Rows = append(r.Rows, quarantinedRow{Seq: q.Seq, SpooledAt: q.SpooledAt.UTC(), Reason: q.Reason, Bytes: q.Item})
+	}
+	return r, nil
 }
 
 func timeOrNil(t time.Time) *time.Time {
@@ -144,8 +167,15 @@ func printReconcile(std IO, rep reconcileReport) error {
 		t.row("drained", strconv.FormatInt(r.Drained, 10), "last "+when(r.LastDrained))
 		t.row("duplicates", strconv.FormatInt(r.Duplicates, 10), "already in the database at drain: not processed again")
 		t.row("waiting", strconv.FormatInt(r.Waiting, 10), "oldest "+when(r.OldestWaiting))
+		t.row("quarantined", strconv.FormatInt(r.Quarantined, 10), "cannot be decoded: kept aside, not drained")
 		if err := t.flush(); err != nil {
 			return err
+		}
+		for _, q := range r.Rows {
+			// %q shows the bytes as a Go string: printable text as it
+			// is (a payload is readable), the rest escaped.
+			fmt.Fprintf(std.Stdout, "  quarantined row %d, spooled %s: %s\n    bytes %q\n",
+				q.Seq, q.SpooledAt.Format(time.RFC3339), escape(q.Reason), q.Bytes)
 		}
 	}
 	return nil

@@ -15,6 +15,7 @@ import (
 	inboxpostgres "github.com/hookgate/hookgate/internal/inbox/postgres"
 	"github.com/hookgate/hookgate/internal/pgtest"
 	"github.com/hookgate/hookgate/internal/spool"
+	"github.com/hookgate/hookgate/internal/sqlitedb"
 )
 
 func spoolItem(id string) inbox.Item {
@@ -23,8 +24,9 @@ func spoolItem(id string) inbox.Item {
 		Tenant: "acme", EventID: id, Payload: []byte(`{}`)}, Window: 24 * time.Hour}
 }
 
-// reconcile reports a node's outage from its spool: four events spooled,
-// three drained, one of which the database already held, one waiting.
+// reconcile reports a node's outage from its spool: five events spooled,
+// three drained, one of which the database already held, one waiting, and
+// one that cannot be decoded, quarantined and listed with its bytes.
 func TestReconcile(t *testing.T) {
 	t.Parallel()
 	db, err := inboxpostgres.Open(t.Context(), pgtest.New(t), inboxpostgres.Options{})
@@ -41,15 +43,28 @@ func TestReconcile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, id := range []string{"evt_a", "evt_stored_before", "evt_b", "evt_c"} {
+	for _, id := range []string{"evt_a", "evt_damaged", "evt_stored_before", "evt_b", "evt_c"} {
 		if _, err := sp.Put(t.Context(), []inbox.Item{spoolItem(id)}); err != nil {
 			t.Fatal(err)
 		}
 		clock.Advance(time.Minute)
 	}
+	sp.Close()
+	raw, err := sqlitedb.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	damaged := spoolItem("evt_damaged").Event.Hash
+	if _, err := raw.Exec(`UPDATE spool SET item = ? WHERE hash = ?`, []byte("\x00{\"id\":\"evt_damaged\"}\xff"), damaged[:]); err != nil {
+		t.Fatal(err)
+	}
+	raw.Close()
+	if sp, err = spool.Open(t.Context(), path, spool.Options{Now: clock.Now}); err != nil {
+		t.Fatal(err)
+	}
 	clock.Advance(time.Hour)
-	if n, err := sp.Drain(t.Context(), db, 3); err != nil || n != 3 {
-		t.Fatalf("drain: %d, %v", n, err)
+	if d, err := sp.Drain(t.Context(), db, 4); err != nil || d.Moved != 3 || len(d.Quarantined) != 1 {
+		t.Fatalf("drain: %+v, %v", d, err)
 	}
 	sp.Close()
 
@@ -65,8 +80,12 @@ func TestReconcile(t *testing.T) {
 	}
 	var rep struct {
 		Spools []struct {
-			Spooled, Drained, Waiting int64
-			Duplicates                int64 `json:"duplicates_at_drain"`
+			Spooled, Drained, Waiting, Quarantined int64
+			Duplicates                             int64 `json:"duplicates_at_drain"`
+			Rows                                   []struct {
+				Seq   int64
+				Bytes []byte
+			} `json:"quarantined_rows"`
 		}
 	}
 	if err := json.Unmarshal(out.Bytes(), &rep); err != nil {
@@ -75,8 +94,9 @@ func TestReconcile(t *testing.T) {
 	if len(rep.Spools) != 2 {
 		t.Fatalf("%d spools reported, want 2", len(rep.Spools))
 	}
-	if r := rep.Spools[0]; r.Spooled != 4 || r.Drained != 3 || r.Duplicates != 1 || r.Waiting != 1 {
-		t.Fatalf("report %+v, want 4 spooled, 3 drained, 1 duplicate, 1 waiting", r)
+	if r := rep.Spools[0]; r.Spooled != 5 || r.Drained != 3 || r.Duplicates != 1 || r.Waiting != 1 || r.Quarantined != 1 ||
+		len(r.Rows) != 1 || string(r.Rows[0].Bytes) != "\x00{\"id\":\"evt_damaged\"}\xff" {
+		t.Fatalf("report %+v, want 5 spooled, 3 drained, 1 duplicate, 1 waiting, 1 quarantined with its bytes", r)
 	}
 
 	missing := filepath.Join(t.TempDir(), "none.db")

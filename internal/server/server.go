@@ -223,8 +223,8 @@ func (s *Server) closeDedupe() {
 // spools while the store cannot be reached is ready but degraded: it
 // takes events, and the load balancer should keep sending them.
 func (s *Server) ready(ctx context.Context) error {
-	if s.fallback != nil && s.fallback.Spooling() {
-		return fmt.Errorf("%w: spooling (the database cannot be reached; events wait in the local spool)", intake.ErrDegraded)
+	if reason := s.fallback.Degraded(); reason != "" {
+		return fmt.Errorf("%w: %s", intake.ErrDegraded, reason)
 	}
 	if err := s.committer.WriteErr(); err != nil {
 		// The store may be back: only a write can tell.

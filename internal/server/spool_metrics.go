@@ -15,9 +15,10 @@ import (
 //	hookgate_spool_oldest_age_seconds  age of the oldest of them (0: none)
 //	hookgate_spool_drained             events drained and still kept
 //	hookgate_spool_duplicates          of those, found in the database at drain
+//	hookgate_spool_quarantined         events that cannot be decoded, set aside
 type spoolCollector struct {
-	sp                              *spool.Spool
-	waiting, oldest, drained, dupes *prometheus.Desc
+	sp                                           *spool.Spool
+	waiting, oldest, drained, dupes, quarantined *prometheus.Desc
 }
 
 func newSpoolCollector(sp *spool.Spool) *spoolCollector {
@@ -27,6 +28,8 @@ func newSpoolCollector(sp *spool.Spool) *spoolCollector {
 		oldest:  prometheus.NewDesc("hookgate_spool_oldest_age_seconds", "Age of the oldest event waiting in this node's spool (0 when none waits).", nil, nil),
 		drained: prometheus.NewDesc("hookgate_spool_drained", "Events drained from this node's spool into the database, kept for their window.", nil, nil),
 		dupes:   prometheus.NewDesc("hookgate_spool_duplicates", "Drained events the database already held (not processed again).", nil, nil),
+		quarantined: prometheus.NewDesc("hookgate_spool_quarantined",
+			"Spooled events that cannot be decoded, kept aside and not drained: each needs an operator (hookgate reconcile lists them).", nil, nil),
 	}
 }
 
@@ -35,6 +38,7 @@ func (c *spoolCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- c.oldest
 	ch <- c.drained
 	ch <- c.dupes
+	ch <- c.quarantined
 }
 
 func (c *spoolCollector) Collect(ch chan<- prometheus.Metric) {
@@ -53,4 +57,5 @@ func (c *spoolCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(c.oldest, prometheus.GaugeValue, age)
 	ch <- prometheus.MustNewConstMetric(c.drained, prometheus.GaugeValue, float64(st.Drained))
 	ch <- prometheus.MustNewConstMetric(c.dupes, prometheus.GaugeValue, float64(st.Duplicates))
+	ch <- prometheus.MustNewConstMetric(c.quarantined, prometheus.GaugeValue, float64(st.Quarantined))
 }

@@ -3,6 +3,7 @@ package spool
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"sync"
 	"time"
@@ -156,6 +157,23 @@ func (f *Fallback) Spooling() bool {
 	return f.down
 }
 
+// Degraded says why a node with this fallback is ready but degraded, or
+// is "" when it is not (or f is nil: no spool): it spools, the inbox
+// being out of reach, or its spool holds quarantined events, which need
+// an operator. Either way the node takes events.
+func (f *Fallback) Degraded() string {
+	switch {
+	case f == nil:
+		return ""
+	case f.Spooling():
+		return "spooling (the database cannot be reached; events wait in the local spool)"
+	}
+	if n := f.spool.quarantined.Load(); n > 0 {
+		return fmt.Sprintf("spool quarantine (%d spooled events cannot be decoded: see hookgate reconcile)", n)
+	}
+	return ""
+}
+
 // Run drains the spool into the inbox until ctx ends: at once (events a
 // crash left in the spool), whenever events are spooled, and every retry
 // period while some wait.
@@ -177,7 +195,11 @@ func (f *Fallback) Run(ctx context.Context) {
 // inbox is known down it waits for the retry instead of trying.
 func (f *Fallback) drainAll(ctx context.Context) {
 	for ctx.Err() == nil && !f.skipInbox() {
-		n, err := f.spool.Drain(ctx, timeoutAcceptor{f.inbox, f.opts.Timeout}, DrainBatch)
+		done, err := f.spool.Drain(ctx, timeoutAcceptor{f.inbox, f.opts.Timeout}, DrainBatch)
+		for _, q := range done.Quarantined {
+			f.opts.Logger.Error("spool: a spooled event cannot be decoded; it is quarantined (kept, listed by hookgate reconcile) and the drain goes on",
+				"seq", q.Seq, "spooled_at", q.SpooledAt, "err", q.Reason, "bytes", len(q.Item))
+		}
 		if err != nil {
 			if errors.Is(err, inbox.ErrUnavailable) || errors.Is(err, context.DeadlineExceeded) {
 				f.setDown(true, err)
@@ -186,7 +208,7 @@ func (f *Fallback) drainAll(ctx context.Context) {
 			}
 			return
 		}
-		if n == 0 {
+		if done.Empty() {
 			return
 		}
 		f.setDown(false, nil)

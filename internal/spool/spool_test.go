@@ -66,6 +66,35 @@ func wantStatuses(t *testing.T, what string, outs []inbox.Outcome, err error, wa
 	}
 }
 
+// failures is the inbox with a signal on each Accept that fails.
+type failures struct {
+	spool.Acceptor
+	failed chan struct{}
+}
+
+func (f *failures) Accept(ctx context.Context, items []inbox.Item) ([]inbox.Outcome, error) {
+	outs, err := f.Acceptor.Accept(ctx, items)
+	if err != nil {
+		select {
+		case f.failed <- struct{}{}:
+		default:
+		}
+	}
+	return outs, err
+}
+
+// waitFor polls cond until it holds, failing t after 30 seconds.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("waited 30s for %s", what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
 // A key is spooled once: a redelivery during the outage is a duplicate,
 // also after the spool file is opened again (the spool is durable).
 func TestPutKeepsOneCopy(t *testing.T) {
@@ -106,15 +135,14 @@ func TestDrainLetsTheInboxDecide(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	n, err := s.Drain(t.Context(), in, 2)
-	if err != nil || n != 2 {
-		t.Fatalf("first drain: %d, %v; want 2", n, err)
+	if d, err := s.Drain(t.Context(), in, 2); err != nil || d.Moved != 2 {
+		t.Fatalf("first drain: %+v, %v; want 2 moved", d, err)
 	}
-	if n, err := s.Drain(t.Context(), in, 10); err != nil || n != 1 {
-		t.Fatalf("second drain: %d, %v; want 1", n, err)
+	if d, err := s.Drain(t.Context(), in, 10); err != nil || d.Moved != 1 {
+		t.Fatalf("second drain: %+v, %v; want 1 moved", d, err)
 	}
-	if n, err := s.Drain(t.Context(), in, 10); err != nil || n != 0 {
-		t.Fatalf("drain of an empty spool: %d, %v", n, err)
+	if d, err := s.Drain(t.Context(), in, 10); err != nil || !d.Empty() {
+		t.Fatalf("drain of an empty spool: %+v, %v", d, err)
 	}
 	st, err := s.Stats(t.Context())
 	if err != nil {
@@ -147,7 +175,7 @@ func TestFallbackRidesOutAnOutage(t *testing.T) {
 	t.Parallel()
 	db := pgtest.New(t)
 	proxy, viaProxy := pgtest.NewProxy(t, db)
-	in := openInbox(t, viaProxy)
+	in := &failures{Acceptor: openInbox(t, viaProxy), failed: make(chan struct{}, 100)}
 	sp := openSpool(t, filepath.Join(t.TempDir(), "spool.db"))
 	f := spool.NewFallback(in, sp, spool.FallbackOptions{Timeout: time.Second, Retry: 50 * time.Millisecond})
 
@@ -165,31 +193,29 @@ func TestFallbackRidesOutAnOutage(t *testing.T) {
 	outs, err = f.Accept(t.Context(), []inbox.Item{item("during1"), item("during2")})
 	wantStatuses(t, "a redelivery during the outage", outs, err, dedupe.Duplicate, dedupe.New)
 
+	for len(in.failed) > 0 { // the failures of the writes above
+		<-in.failed
+	}
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan struct{})
 	go func() { f.Run(ctx); close(done) }()
 	defer func() { cancel(); <-done }()
-	time.Sleep(200 * time.Millisecond) // drains tried and failed while cut
+	for range 2 { // drains tried and failed while cut
+		<-in.failed
+	}
 	if st, err := sp.Stats(t.Context()); err != nil || st.Waiting != 3 {
 		t.Fatalf("while cut: %+v, %v; want 3 waiting", st, err)
 	}
 	proxy.Restore()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	waitFor(t, "the spool to drain after the restore", func() bool {
 		st, err := sp.Stats(t.Context())
 		if err != nil {
 			t.Fatal(err)
 		}
-		if st.Waiting == 0 {
-			if st.Drained != 3 || st.Duplicates != 1 {
-				t.Fatalf("after the drain: %+v, want 3 drained, 1 duplicate", st)
-			}
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("still %d waiting 30s after the restore", st.Waiting)
-		}
-		time.Sleep(20 * time.Millisecond)
+		return st.Waiting == 0
+	})
+	if st, err := sp.Stats(t.Context()); err != nil || st.Drained != 3 || st.Duplicates != 1 {
+		t.Fatalf("after the drain: %+v, %v; want 3 drained, 1 duplicate", st, err)
 	}
 	direct := openInbox(t, db)
 	st, err := direct.Stats(t.Context())

@@ -1,6 +1,7 @@
 package inboxtest
 
 import (
+	"fmt"
 	"time"
 
 	"github.com/hookgate/hookgate/dedupe"
@@ -67,5 +68,26 @@ func testAcceptReplayGuard(b *bundle) {
 	}
 	if res, err := b.store.Sweep(b.ctx, start); err != nil || res.Digests != 0 {
 		b.t.Errorf("second Sweep: %+v, %v; want no digest left", res, err)
+	}
+}
+
+// testAcceptReplayGuardWindow: a digest is kept for its request's whole
+// window, not some shorter horizon: a replay just inside the window, long
+// after the first sighting, is a duplicate as of that sighting and does
+// not extend the digest, which expires at first seen + window.
+func testAcceptReplayGuardWindow(b *bundle) {
+	d := digest("signed content")
+	b.add(request(d, item("a"))...)
+	for i, at := range []time.Duration{time.Minute + time.Second, window / 2, window - time.Second} {
+		b.clock.Advance(start.Add(at).Sub(b.clock.Now()))
+		out := b.accept(request(d, item(fmt.Sprint("replay", i)))...)
+		if o := out[0]; o.Status != dedupe.Duplicate || !o.FirstSeen.Equal(start) || !o.Expires.Equal(start.Add(window)) {
+			b.t.Errorf("replay %v after the first: %+v, want duplicate first seen %v, expiring %v",
+				at, o, start, start.Add(window))
+		}
+	}
+	b.clock.Advance(start.Add(window).Sub(b.clock.Now()))
+	if out := b.accept(request(d, item("late"))...); out[0].Status != dedupe.New {
+		b.t.Errorf("at first seen + window: %s, want new (the digest expired then)", out[0].Status)
 	}
 }

@@ -42,6 +42,7 @@ func Exercise(t *testing.T, newStore func(t *testing.T, clock *Clock) inbox.Stor
 		{"AcceptDuplicateAcrossBatches", testAcceptDuplicateAcrossBatches},
 		{"AcceptWindowExpiry", testAcceptWindowExpiry},
 		{"AcceptReplayGuard", testAcceptReplayGuard},
+		{"AcceptReplayGuardWindow", testAcceptReplayGuardWindow},
 		{"GetUnknown", testGetUnknown},
 		{"ListFilters", testListFilters},
 		{"ListSearch", testListSearch},

@@ -1,0 +1,86 @@
+package spool_test
+
+import (
+	"bytes"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/hookgate/hookgate/internal/inbox"
+	"github.com/hookgate/hookgate/internal/pgtest"
+	"github.com/hookgate/hookgate/internal/spool"
+	"github.com/hookgate/hookgate/internal/sqlitedb"
+)
+
+// corrupt overwrites the stored item of the spooled event id in the
+// spool file at path (closed) with garbage, as a damaged disk would.
+func corrupt(t *testing.T, path, id string, garbage []byte) {
+	t.Helper()
+	db, err := sqlitedb.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	h := item(id).Event.Hash
+	res, err := db.Exec(`UPDATE spool SET item = ? WHERE hash = ?`, garbage, h[:])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, err := res.RowsAffected(); err != nil || n != 1 {
+		t.Fatalf("corrupted %d rows (%v), want 1", n, err)
+	}
+}
+
+// G4: a spooled row that cannot be decoded is set aside, never a wall: it
+// is quarantined once (kept with its bytes, counted, reported in the one
+// drain that found it), the events behind it drain, the node is degraded
+// ("spool quarantine") for as long as it is kept, across a restart too.
+func TestCorruptRowIsQuarantined(t *testing.T) {
+	t.Parallel()
+	in := openInbox(t, pgtest.New(t))
+	path := filepath.Join(t.TempDir(), "spool.db")
+	s := openSpool(t, path)
+	for _, id := range []string{"a", "bad", "b"} {
+		if _, err := s.Put(t.Context(), []inbox.Item{item(id)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s.Close()
+	garbage := []byte("\x00\xffnot an event")
+	corrupt(t, path, "bad", garbage)
+
+	s = openSpool(t, path)
+	f := spool.NewFallback(in, s, spool.FallbackOptions{})
+	if r := f.Degraded(); r != "" {
+		t.Fatalf("degraded %q before the drain found the row", r)
+	}
+	d, err := s.Drain(t.Context(), in, 500)
+	if err != nil {
+		t.Fatalf("drain past a corrupt row: %v", err)
+	}
+	if d.Moved != 2 || len(d.Quarantined) != 1 || !bytes.Equal(d.Quarantined[0].Item, garbage) || d.Quarantined[0].Reason == "" {
+		t.Fatalf("drain: %+v, want 2 moved and the corrupt row quarantined with its bytes and why", d)
+	}
+	if d, err := s.Drain(t.Context(), in, 500); err != nil || !d.Empty() {
+		t.Fatalf("next drain: %+v, %v; want nothing to do (the row is reported once)", d, err)
+	}
+	if st, err := s.Stats(t.Context()); err != nil || st.Spooled != 3 || st.Drained != 2 || st.Waiting != 0 || st.Quarantined != 1 {
+		t.Fatalf("stats %+v, %v; want 3 spooled, 2 drained, 0 waiting, 1 quarantined", st, err)
+	}
+	if n := accepted(t, in); n != 2 {
+		t.Fatalf("inbox accepted %d, want 2", n)
+	}
+	if r := f.Degraded(); !strings.HasPrefix(r, "spool quarantine") {
+		t.Fatalf("degraded %q, want spool quarantine", r)
+	}
+	s.Close()
+
+	again := openSpool(t, path)
+	qs, err := again.Quarantined(t.Context())
+	if err != nil || len(qs) != 1 || !bytes.Equal(qs[0].Item, garbage) {
+		t.Fatalf("quarantined after reopening: %+v, %v; want the row with its bytes", qs, err)
+	}
+	if r := spool.NewFallback(in, again, spool.FallbackOptions{}).Degraded(); !strings.HasPrefix(r, "spool quarantine") {
+		t.Fatalf("degraded %q after reopening, want spool quarantine", r)
+	}
+}
