@@ -1,9 +1,13 @@
 package postgres_test
 
 import (
+	"context"
 	"errors"
+	"slices"
 	"testing"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 
 	"github.com/hookgate/hookgate/dedupe"
 	"github.com/hookgate/hookgate/internal/inbox"
@@ -106,4 +110,89 @@ func TestTextPostgresCannotHold(t *testing.T) {
 	if err := s.SetLaneState(ctx, inbox.LaneState{Lane: lane, State: inbox.LaneFailing, LastError: "bad \xff"}); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// TestLeaseSkipsLockedRows: a row another transaction holds locked (here
+// a plain SELECT ... FOR UPDATE on another connection) is passed over, not
+// waited for: Lease and Dispatch take the other due rows at once. Each
+// call has a deadline, so a lease that waits for the lock fails within
+// seconds instead of hanging the test.
+func TestLeaseSkipsLockedRows(t *testing.T) {
+	t.Parallel()
+	url := pgtest.New(t)
+	s := open(t, url, nil)
+	out, err := s.Accept(t.Context(), []inbox.Item{testItem("a"), testItem("b"), testItem("c")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids := []int64{out[0].ID, out[1].ID, out[2].ID}
+	other, err := pgx.Connect(t.Context(), url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close(context.Background())
+	hold := func(query string) pgx.Tx {
+		t.Helper()
+		tx, err := other.Begin(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := tx.Exec(t.Context(), query, ids[0]); err != nil {
+			t.Fatal(err)
+		}
+		return tx
+	}
+	soon := func() context.Context {
+		ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+		t.Cleanup(cancel)
+		return ctx
+	}
+
+	tx := hold(`SELECT id FROM inbox_events WHERE id = $1 FOR UPDATE`)
+	evs, err := s.Lease(soon(), "w1", 10, time.Minute)
+	if err != nil {
+		t.Fatalf("Lease beside a locked event: %v (it waited for the lock)", err)
+	}
+	if got := eventIDs(evs); !slices.Equal(got, ids[1:]) {
+		t.Errorf("leased %v beside the locked event %d, want %v", got, ids[0], ids[1:])
+	}
+	if err := tx.Rollback(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	first, err := s.Lease(soon(), "w2", 10, time.Minute)
+	if err != nil || !slices.Equal(eventIDs(first), ids[:1]) {
+		t.Fatalf("after the lock: leased %v, %v; want %v", eventIDs(first), err, ids[:1])
+	}
+	for _, e := range append(evs, first...) {
+		owner := "w1"
+		if e.ID == ids[0] {
+			owner = "w2"
+		}
+		if err := s.Finish(t.Context(), owner, []inbox.Result{{ID: e.ID, Status: inbox.StatusProcessed, Destinations: []string{"app"}}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	tx = hold(`SELECT event_id FROM inbox_deliveries WHERE event_id = $1 FOR UPDATE`)
+	defer tx.Rollback(context.Background())
+	lane := inbox.Lane{Source: "shop", Destination: "app"}
+	d, err := s.Dispatch(soon(), "d", lane, nil, 10, time.Minute)
+	if err != nil {
+		t.Fatalf("Dispatch beside a locked delivery: %v (it waited for the lock)", err)
+	}
+	var got []int64
+	for _, task := range d.Tasks {
+		got = append(got, task.Delivery.EventID)
+	}
+	if !slices.Equal(got, ids[1:]) {
+		t.Errorf("dispatch leased %v beside the locked delivery of %d, want %v", got, ids[0], ids[1:])
+	}
+}
+
+func eventIDs(evs []inbox.Event) []int64 {
+	ids := make([]int64, len(evs))
+	for i, e := range evs {
+		ids[i] = e.ID
+	}
+	return ids
 }
