@@ -28,7 +28,7 @@ func init() {
 var statuses = []inbox.Status{inbox.StatusReceived, inbox.StatusRetry, inbox.StatusDelivering, inbox.StatusProcessed, inbox.StatusDead}
 
 // outcomes are the values --apply accepts.
-var outcomes = []inbox.ApplyOutcome{inbox.ApplyApplied, inbox.ApplyUnchanged, inbox.ApplyStale, inbox.ApplyNone, inbox.ApplyPending}
+var outcomes = []inbox.ApplyOutcome{inbox.ApplyApplied, inbox.ApplyUnchanged, inbox.ApplyStale, inbox.ApplyNone, inbox.ApplyPending, inbox.ApplyTie}
 
 func runEvents(ctx context.Context, args []string, std IO) error {
 	return runGroup(ctx, doc{
@@ -63,9 +63,18 @@ older events (the smallest ID of the last page).`,
 		header: []string{"ID", "RECEIVED", "SOURCE", "TENANT", "EVENT ID", "SCOPE", "STATUS", "APPLIED", "ATTEMPTS"},
 		row: func(e eventview.Event) []string {
 			return []string{strconv.FormatInt(e.ID, 10), e.ReceivedAt.Format(time.RFC3339), e.Source, e.Tenant,
-				e.EventID, e.Scope, string(e.Status), string(e.Applied), strconv.Itoa(e.Attempts)}
+				e.EventID, e.Scope, string(e.Status), applied(e), strconv.Itoa(e.Attempts)}
 		},
 	})
+}
+
+// applied is the APPLIED column of an event: its apply outcome, marked
+// when it was a version tie.
+func applied(e eventview.Event) string {
+	if e.Tie {
+		return string(e.Applied) + " (tie)"
+	}
+	return string(e.Applied)
 }
 
 // listing is how a list command prints events as a table; --json prints
@@ -93,7 +102,7 @@ func addFilterFlags(fs *flag.FlagSet, status inbox.Status) *filterFlags {
 	}
 	fs.StringVar(&f.filter.EventID, "event-id", "", "only events with this provider event `ID`")
 	fs.StringVar(&f.key, "key", "", "only events with this `KEY` (32 hex digits, as events show prints it)")
-	fs.StringVar(&f.apply, "apply", "", "only events with this apply `OUTCOME`: applied, unchanged, stale, none or pending (not applied yet)")
+	fs.StringVar(&f.apply, "apply", "", "only events with this apply `OUTCOME`: applied, unchanged, stale, none, pending (not applied yet) or tie (its version equalled the entity's)")
 	fs.StringVar(&f.since, "since", "", "only events received since `WHEN`: a duration ago (90m, 2h, 7d) or a time (2026-03-01T10:00:00Z, 2026-03-01)")
 	fs.StringVar(&f.until, "until", "", "only events received before `WHEN`: a duration ago or a time, as --since")
 	return f
@@ -111,7 +120,7 @@ func (f *filterFlags) resolve(name string, now time.Time) (inbox.Filter, error) 
 	if f.apply != "" {
 		f.filter.Outcome = inbox.ApplyOutcome(f.apply)
 		if !slices.Contains(outcomes, f.filter.Outcome) {
-			return f.filter, usagef("%s: --apply %q: want applied, unchanged, stale, none or pending", name, f.apply)
+			return f.filter, usagef("%s: --apply %q: want applied, unchanged, stale, none, pending or tie", name, f.apply)
 		}
 	}
 	if f.key != "" {
@@ -354,7 +363,11 @@ func writeDetail(w io.Writer, d eventview.Detail) error {
 	}
 	field("last error", d.LastError)
 	field("attempts", fmt.Sprintf("%d to deliver, %d to process", d.Attempts, d.ProcessingAttempts))
-	field("applied", string(d.Applied))
+	if d.Tie {
+		field("applied", string(d.Applied)+" (a tie: the entity had this version already; ties are applied in arrival order)")
+	} else {
+		field("applied", string(d.Applied))
+	}
 	field("transition", d.Transition)
 	if d.EntityID != "" {
 		field("entity", fmt.Sprintf("%s %s: state %q, version %q (as this event has it)",

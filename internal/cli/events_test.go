@@ -86,7 +86,7 @@ func TestEventsListAndShow(t *testing.T) {
 		{[]string{"events", "list", "--limit", "0"}, "--limit must be positive"},
 		{[]string{"events", "list", "--status", "done"}, `--status "done": want received, retry, delivering, processed or dead`},
 		{[]string{"events", "show"}, "want one event: its ID, provider event id or key"},
-		{[]string{"events", "list", "--apply", "done"}, `--apply "done": want applied, unchanged, stale, none or pending`},
+		{[]string{"events", "list", "--apply", "done"}, `--apply "done": want applied, unchanged, stale, none, pending or tie`},
 		{[]string{"events", "list", "--key", "abc"}, `--key "abc": want the 32 hex digits of a key`},
 		{[]string{"events", "list", "--since", "2h", "--until", "3h"}, "--until 3h is not after --since 2h"},
 	} {

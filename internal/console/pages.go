@@ -94,7 +94,7 @@ type listData struct {
 }
 
 // outcomes are the values the apply outcome filter takes.
-var outcomes = []inbox.ApplyOutcome{inbox.ApplyApplied, inbox.ApplyUnchanged, inbox.ApplyStale, inbox.ApplyNone, inbox.ApplyPending}
+var outcomes = []inbox.ApplyOutcome{inbox.ApplyApplied, inbox.ApplyUnchanged, inbox.ApplyStale, inbox.ApplyNone, inbox.ApplyPending, inbox.ApplyTie}
 
 // timeField is the form of the since= and until= fields: a
 // datetime-local input's value, read as UTC.
@@ -122,7 +122,7 @@ func readFilter(r *http.Request) (listFilter, inbox.Filter, error) {
 		return lf, f, badRequest("status %q: want received, retry, delivering, processed or dead", lf.Status)
 	}
 	if lf.Outcome != "" && !slices.Contains(outcomes, f.Outcome) {
-		return lf, f, badRequest("outcome %q: want applied, unchanged, stale, none or pending", lf.Outcome)
+		return lf, f, badRequest("outcome %q: want applied, unchanged, stale, none, pending or tie", lf.Outcome)
 	}
 	for _, t := range []struct {
 		name, value string

@@ -54,6 +54,10 @@ type Event struct {
 	// Transition is "from->to" when applying the event changed its
 	// entity's state (from is empty for a new entity), "" otherwise.
 	Transition string `json:"transition"`
+	// Tie is true when the event's version equalled the stored entity's:
+	// it was applied (or left the state to a later arrival of the same
+	// version) in arrival order, not by its version.
+	Tie bool `json:"tie"`
 	// Attempts counts the delivery attempts of the event's current
 	// deliveries, summed over its destinations: the attempts since it was
 	// received or last replayed. The attempt log of [Detail] keeps every
@@ -148,7 +152,7 @@ func New(e inbox.Event, deliveries map[string]inbox.Delivery) Event {
 		v.NextAttemptAt = e.NextAttemptAt
 	}
 	if a := e.Applied; a != nil {
-		v.Applied = a.Outcome
+		v.Applied, v.Tie = a.Outcome, a.Tie
 		if a.Transition {
 			v.Transition = a.From + "->" + a.To
 		}

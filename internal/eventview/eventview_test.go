@@ -37,6 +37,7 @@ func TestNew(t *testing.T) {
 		deliveries map[string]inbox.Delivery
 		applied    inbox.ApplyOutcome
 		transition string
+		tie        bool
 		attempts   int
 		lastError  string
 	}{
@@ -51,6 +52,12 @@ func TestNew(t *testing.T) {
 		{name: "unchanged", event: with(func(e *inbox.Event) {
 			e.Applied = &inbox.Applied{Outcome: inbox.ApplyUnchanged, From: "paid", To: "paid"}
 		}), applied: inbox.ApplyUnchanged},
+		{name: "a tie that changed the state", event: with(func(e *inbox.Event) {
+			e.Applied = &inbox.Applied{Outcome: inbox.ApplyApplied, From: "requires_payment_method", To: "succeeded", Transition: true, Tie: true}
+		}), applied: inbox.ApplyApplied, transition: "requires_payment_method->succeeded", tie: true},
+		{name: "a tie that left the state", event: with(func(e *inbox.Event) {
+			e.Applied = &inbox.Applied{Outcome: inbox.ApplyUnchanged, From: "paid", To: "paid", Tie: true}
+		}), applied: inbox.ApplyUnchanged, tie: true},
 		{name: "stale", event: with(func(e *inbox.Event) {
 			e.Applied = &inbox.Applied{Outcome: inbox.ApplyStale, From: "paid", To: "paid"}
 		}), applied: inbox.ApplyStale},
@@ -73,9 +80,9 @@ func TestNew(t *testing.T) {
 		}, applied: inbox.ApplyNone, attempts: 1, lastError: "audit: 410 Gone"},
 	} {
 		v := eventview.New(c.event, c.deliveries)
-		if v.Applied != c.applied || v.Transition != c.transition || v.Attempts != c.attempts || v.LastError != c.lastError {
-			t.Errorf("%s: applied %q, transition %q, attempts %d, last error %q; want %q, %q, %d, %q", c.name,
-				v.Applied, v.Transition, v.Attempts, v.LastError, c.applied, c.transition, c.attempts, c.lastError)
+		if v.Applied != c.applied || v.Transition != c.transition || v.Tie != c.tie || v.Attempts != c.attempts || v.LastError != c.lastError {
+			t.Errorf("%s: applied %q, transition %q, tie %v, attempts %d, last error %q; want %q, %q, %v, %d, %q", c.name,
+				v.Applied, v.Transition, v.Tie, v.Attempts, v.LastError, c.applied, c.transition, c.tie, c.attempts, c.lastError)
 		}
 		if v.ProcessingAttempts != 1 || v.ID != 7 || v.EventID != "evt_1" || v.Tenant != "acme" || !v.ReceivedAt.Equal(t0) {
 			t.Errorf("%s: %+v", c.name, v)
@@ -103,7 +110,7 @@ func TestListJSONFields(t *testing.T) {
 	if err := json.Unmarshal(data, &m); err != nil {
 		t.Fatal(err)
 	}
-	for _, k := range []string{"id", "key", "scope", "status", "applied", "transition", "attempts", "processing_attempts", "last_error"} {
+	for _, k := range []string{"id", "key", "scope", "status", "applied", "transition", "tie", "attempts", "processing_attempts", "last_error"} {
 		if _, ok := m[k]; !ok {
 			t.Errorf("%s lacks %q", data, k)
 		}

@@ -265,6 +265,11 @@ func message(ev *inbox.Event, a inbox.Applied) deliver.Message {
 	if a.Transition {
 		h["X-Hookgate-Transition"] = a.From + "->" + a.To
 	}
+	// A tie was ordered by arrival, not by its version: the application
+	// may want the provider's current state of the entity.
+	if a.Tie {
+		h["X-Hookgate-Tie"] = "true"
+	}
 	return deliver.Message{WebhookID: ev.Hash.String(), Payload: ev.Payload, ContentType: contentType(ev), Headers: h}
 }
 
