@@ -73,9 +73,10 @@
 // # Apply
 //
 // [Store.Apply] runs the version guard for a batch in one transaction, in
-// id order: an event whose entity order is not greater than the stored one
-// is stale and writes nothing to the entity. The result is recorded on the
-// event and returned unchanged by every later Apply of it, so a re-run
-// after a crash or a replay sees the transition it saw the first time,
-// even after the entity moved on.
+// id order: an event whose entity order is less than the stored one is
+// stale and writes nothing to the entity; an equal order is a tie, applied
+// in id order (arrival order) across batches too. The result is recorded
+// on the event and returned unchanged by every later Apply of it, so a
+// re-run after a crash or a replay sees the transition it saw the first
+// time, even after the entity moved on.
 package sqlite
