@@ -14,8 +14,8 @@
 //
 // Each run's test processes are one process group, killed whole on the
 // timeout or on SIGINT or SIGTERM; the temporary copies are removed on
-// every path. The copy holds the files git tracks, so nothing ignored
-// (databases, build output) is copied.
+// every path. The copy holds the work tree's files that git does not
+// ignore (tracked or new), so no database or build output is copied.
 package main
 
 import (
@@ -100,7 +100,7 @@ func run(ctx context.Context, o options) error {
 			return fmt.Errorf("no breakage named %q", o.only)
 		}
 	}
-	ls, err := output(root, "git", "ls-files", "-z")
+	ls, err := output(root, "git", "ls-files", "-z", "--cached", "--others", "--exclude-standard")
 	if err != nil {
 		return err
 	}

@@ -2,8 +2,13 @@ package postgres_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
+	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/hookgate/hookgate/internal/inbox/postgres"
 	"github.com/hookgate/hookgate/internal/pgtest"
 )
 
@@ -27,9 +32,7 @@ func TestLead(t *testing.T) {
 	lead("a", a, true)
 	lead("c", c, false)
 
-	if err := a.Close(); err != nil {
-		t.Fatal(err)
-	}
+	closeWithin(t, "a", a.Close)
 	// The server frees the lock once a's session has ended, which is just
 	// after Close returns.
 	waitFor(t, "b to take the lead a gave up", func() bool {
@@ -51,4 +54,58 @@ func TestLead(t *testing.T) {
 		return err == nil && held
 	})
 	lead("b", b, false)
+}
+
+// closeWithin runs close, a store's or a pool's Close, in a goroutine and
+// fails the test if it has not returned within seconds: a Close that never
+// gives the lead's connection back blocks on the pool, and the test says
+// so instead of hanging until the package's timeout.
+func closeWithin(t testing.TB, name string, close func() error) {
+	t.Helper()
+	done := make(chan error, 1)
+	go func() { done <- close() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("%s.Close: %v", name, err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatalf("%s.Close has not returned after 10s: it did not resign the lead", name)
+	}
+}
+
+// TestCloseResignsTheLead: Close gives the lead up at once, on a store of
+// its own pool and on one over the caller's pool, which stays open and
+// would otherwise keep the lock's session alive: another node leads
+// within seconds.
+func TestCloseResignsTheLead(t *testing.T) {
+	t.Parallel()
+	for _, own := range []bool{true, false} {
+		url := pgtest.New(t)
+		var a *postgres.Store
+		if own {
+			var err error
+			if a, err = postgres.Open(t.Context(), url, postgres.Options{}); err != nil {
+				t.Fatal(err)
+			}
+		} else {
+			pool, err := pgxpool.New(t.Context(), url)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { closeWithin(t, "the caller's pool", func() error { pool.Close(); return nil }) })
+			if a, err = postgres.New(t.Context(), pool, postgres.Options{}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		b := open(t, url, nil)
+		if held, err := a.Lead(t.Context()); err != nil || !held {
+			t.Fatalf("own pool %v: a.Lead() = %v, %v; want the lead", own, held, err)
+		}
+		closeWithin(t, "a", a.Close)
+		waitFor(t, fmt.Sprintf("b to take the lead a closed on (own pool %v)", own), func() bool {
+			held, err := b.Lead(t.Context())
+			return err == nil && held
+		})
+	}
 }

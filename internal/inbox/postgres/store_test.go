@@ -16,7 +16,8 @@ import (
 	"github.com/hookgate/hookgate/internal/pgtest"
 )
 
-// open opens a store on url that reads time from clock.
+// open opens a store on url that reads time from clock. It is closed at
+// the end of the test, within seconds (see closeWithin).
 func open(t testing.TB, url string, clock *inboxtest.Clock) *postgres.Store {
 	t.Helper()
 	var opts postgres.Options
@@ -27,7 +28,7 @@ func open(t testing.TB, url string, clock *inboxtest.Clock) *postgres.Store {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { s.Close() })
+	t.Cleanup(func() { closeWithin(t, "store", s.Close) })
 	return s
 }
 
