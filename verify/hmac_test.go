@@ -2,6 +2,7 @@ package verify_test
 
 import (
 	"net/http"
+	"strings"
 	"testing"
 
 	"github.com/hookgate/hookgate/verify"
@@ -38,6 +39,12 @@ func TestGitHub(t *testing.T) {
 	}
 	if err := v.Verify(withHeader(verify.HeaderGitHubSignature, githubSig), []byte(githubBody)); err != nil {
 		t.Fatalf("published vector: %v", err)
+	}
+	// Hex digits are read in either case, as every hex decoder does: the
+	// same MAC in upper case proves as much.
+	upper := "sha256=" + strings.ToUpper(githubSig[len("sha256="):])
+	if err := v.Verify(withHeader(verify.HeaderGitHubSignature, upper), []byte(githubBody)); err != nil {
+		t.Fatalf("upper-case hex: %v", err)
 	}
 	r := post("https://hooks.example.com/")
 	if err := v.Sign(r, []byte(githubBody)); err != nil || r.Header.Get(verify.HeaderGitHubSignature) != githubSig {
