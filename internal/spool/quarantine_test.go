@@ -5,7 +5,10 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/hookgate/hookgate/dedupe"
+	"github.com/hookgate/hookgate/dedupe/dedupetest"
 	"github.com/hookgate/hookgate/internal/inbox"
 	"github.com/hookgate/hookgate/internal/pgtest"
 	"github.com/hookgate/hookgate/internal/spool"
@@ -82,5 +85,46 @@ func TestCorruptRowIsQuarantined(t *testing.T) {
 	}
 	if r := spool.NewFallback(in, again, spool.FallbackOptions{}).Degraded(); !strings.HasPrefix(r, "spool quarantine") {
 		t.Fatalf("degraded %q after reopening, want spool quarantine", r)
+	}
+}
+
+// A copy of a quarantined event that arrives after the event's window has
+// passed (the provider sent it again) replaces the quarantined row: the
+// event drains from it, and the node is no longer degraded.
+func TestLateCopyReplacesAQuarantinedRow(t *testing.T) {
+	t.Parallel()
+	in := openInbox(t, pgtest.New(t))
+	clock := dedupetest.NewClock(time.Now())
+	path := filepath.Join(t.TempDir(), "spool.db")
+	open := func() *spool.Spool {
+		s, err := spool.Open(t.Context(), path, spool.Options{Now: clock.Now})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		return s
+	}
+	s := open()
+	if _, err := s.Put(t.Context(), []inbox.Item{item("bad")}); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	corrupt(t, path, "bad", []byte("garbage"))
+	s = open()
+	f := spool.NewFallback(in, s, spool.FallbackOptions{})
+	if d, err := s.Drain(t.Context(), in, 500); err != nil || len(d.Quarantined) != 1 {
+		t.Fatalf("drain: %+v, %v; want the row quarantined", d, err)
+	}
+	clock.Advance(2 * time.Hour) // past the item's window of an hour
+	outs, err := s.Put(t.Context(), []inbox.Item{item("bad")})
+	wantStatuses(t, "the late copy", outs, err, dedupe.New)
+	if r := f.Degraded(); r != "" {
+		t.Fatalf("degraded %q once the quarantined row was replaced", r)
+	}
+	if d, err := s.Drain(t.Context(), in, 500); err != nil || d.Moved != 1 {
+		t.Fatalf("drain of the late copy: %+v, %v", d, err)
+	}
+	if st, err := s.Stats(t.Context()); err != nil || st.Quarantined != 0 || st.Drained != 1 {
+		t.Fatalf("stats %+v, %v; want 1 drained, none quarantined", st, err)
 	}
 }

@@ -121,7 +121,9 @@ func (s *Spool) Put(ctx context.Context, items []inbox.Item) ([]inbox.Outcome, e
 	}
 	out := make([]inbox.Outcome, len(items))
 	now := s.now().UnixNano()
+	var released int64 // quarantined rows replaced
 	err := s.db.Write(ctx, func(tx *sql.Tx) error {
+		released = 0
 		var seq int64
 		if err := tx.QueryRowContext(ctx, `SELECT coalesce(max(seq), 0) FROM spool`).Scan(&seq); err != nil {
 			return err
@@ -166,8 +168,16 @@ func (s *Spool) Put(ctx context.Context, items []inbox.Item) ([]inbox.Outcome, e
 				return fmt.Errorf("encode %s: %w", it.Event.EventID, err)
 			}
 			end := sqlitedb.After(now, it.Window)
-			if _, err := tx.ExecContext(ctx, `DELETE FROM spool WHERE hash = ?`, it.Event.Hash[:]); err != nil {
+			// A row of the key whose window has passed makes room. Were it
+			// quarantined, this copy of its event replaces it.
+			var wasQuarantined bool
+			err = tx.QueryRowContext(ctx, `DELETE FROM spool WHERE hash = ? RETURNING quarantine IS NOT NULL`,
+				it.Event.Hash[:]).Scan(&wasQuarantined)
+			if err != nil && !errors.Is(err, sql.ErrNoRows) {
 				return err
+			}
+			if wasQuarantined {
+				released++
 			}
 			seq++
 			request := seq
@@ -188,6 +198,7 @@ func (s *Spool) Put(ctx context.Context, items []inbox.Item) ([]inbox.Outcome, e
 	if err != nil {
 		return nil, fmt.Errorf("spool: put: %w", err)
 	}
+	s.quarantined.Add(-released)
 	return out, nil
 }
 
