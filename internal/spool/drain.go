@@ -74,9 +74,11 @@ type waitingRow struct {
 // Drain). A row still marked when it is read again may have been taken by
 // the inbox at an offer whose answer was lost (it ran out of time) or not
 // recorded (the node stopped in between): the inbox answers Duplicate for
-// its own copy then, and such a row is recorded New. When recording the outcomes fails (a full disk) they
-// are kept in memory, Stats counts them, and the next Drain only records
-// them: a drained event is never offered again while the node runs.
+// its own copy then, and such a row is recorded New.
+//
+// When recording the outcomes fails (a full disk) they are kept in
+// memory, Stats counts them, and the next Drain only records them: a
+// drained event is never offered again while the node runs.
 //
 // Drain must not run concurrently with itself (one drainer per spool).
 func (s *Spool) Drain(ctx context.Context, dst Acceptor, n int) (Drained, error) {

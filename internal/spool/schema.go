@@ -32,11 +32,11 @@ CREATE INDEX spool_expires ON spool (expires) WHERE drained_at IS NOT NULL;`),
 // requestsStep gives each row the request it came in (request: the seq of
 // the request's first row), so that a drain hands a request's events to
 // the inbox together; marks a row while an offer of it to the inbox may
-// have stored it (offered), so that a row the inbox took at an offer whose
-// outcome was not recorded is not counted a duplicate; keeps a row that cannot be decoded aside
-// (quarantine: why); and keeps the replay guard's digests of the requests
-// spooled (spool_digests), so that a replay during the outage is a
-// duplicate as it would be in the database.
+// have stored it (offered), so that a row the inbox took at an offer
+// whose outcome was not recorded is not counted a duplicate; keeps a row
+// that cannot be decoded aside (quarantine: why); and keeps the replay
+// guard's digests of the requests spooled (spool_digests), so that a
+// replay during the outage is a duplicate as it would be in the database.
 //
 // Rows spooled before this step carry their digest only inside their
 // encoded item, and one Put wrote the rows of several requests with one
