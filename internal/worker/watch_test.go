@@ -2,6 +2,7 @@ package worker_test
 
 import (
 	"context"
+	"sync"
 	"testing"
 	"time"
 
@@ -28,8 +29,9 @@ func TestWorkersWakeOnAnotherNodesAccept(t *testing.T) {
 		return s
 	}
 	a, b := openPG(), openPG()
+	watched := &leaseSeen{Store: b, empty: make(chan struct{})}
 	pool, err := worker.New(worker.Options{
-		Store: b, Workers: 1, Idle: time.Hour,
+		Store: watched, Workers: 1, Idle: time.Hour,
 		Sources: map[string]worker.Source{"shop": {Name: "shop"}},
 	})
 	if err != nil {
@@ -45,13 +47,21 @@ func TestWorkersWakeOnAnotherNodesAccept(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer conn.Close(context.Background())
+	// The listening session is idle after its LISTEN: the LISTEN has
+	// committed, so the next NOTIFY reaches it (while it runs, a NOTIFY
+	// is lost).
 	waitFor(t, 10*time.Second, func() bool {
 		var n int
 		err := conn.QueryRow(t.Context(), `SELECT count(*) FROM pg_stat_activity
-			WHERE datname = current_database() AND query LIKE 'LISTEN %'`).Scan(&n)
+			WHERE datname = current_database() AND query LIKE 'LISTEN %' AND state = 'idle'`).Scan(&n)
 		return err == nil && n == 1
 	})
-	time.Sleep(50 * time.Millisecond) // the worker's first look found nothing and went idle
+	// The worker's first look found nothing: it is idle until woken.
+	select {
+	case <-watched.empty:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the worker never leased")
+	}
 
 	k := dedupe.Key{Provider: "test", EventID: "evt_wake"}
 	out, err := a.Accept(t.Context(), []inbox.Item{{Event: inbox.Event{
@@ -64,4 +74,19 @@ func TestWorkersWakeOnAnotherNodesAccept(t *testing.T) {
 		ev, err := b.Get(t.Context(), out[0].ID)
 		return err == nil && ev.Status == inbox.StatusProcessed
 	})
+}
+
+// leaseSeen is a store that closes empty when a Lease first finds nothing.
+type leaseSeen struct {
+	*inboxpostgres.Store
+	once  sync.Once
+	empty chan struct{}
+}
+
+func (s *leaseSeen) Lease(ctx context.Context, owner string, n int, d time.Duration) ([]inbox.Event, error) {
+	evs, err := s.Store.Lease(ctx, owner, n, d)
+	if err == nil && len(evs) == 0 {
+		s.once.Do(func() { close(s.empty) })
+	}
+	return evs, err
 }
