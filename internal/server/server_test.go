@@ -487,23 +487,54 @@ func TestWebhookIDIsEventKey(t *testing.T) {
 }
 
 // An intake-only server stores events and leaves them for a server that
-// processes.
+// processes: over its whole run, from Run to its return, it leases none
+// (each event still has no attempt) and delivers none. Its workers, if it
+// had any, would be woken by each commit.
 func TestIntakeOnlyLeavesEventsWaiting(t *testing.T) {
 	t.Parallel()
 	dest := newDestination(t)
-	g := startWith(t, server.Options{IntakeOnly: true}, nil, dest)
+	store, err := inboxsqlite.Open(filepath.Join(t.TempDir(), "hookgate.db"), inboxsqlite.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	cfg := config.Default()
+	cfg.Sources = []config.Source{{
+		Name: "stripe", Provider: config.ProviderStripe, Secret: config.NewSecret(stripeSecret), Window: config.Duration(time.Hour),
+		Destinations: []config.Destination{config.Destination{Name: "app", URL: dest.srv.URL + "/hooks/app",
+			Secret: config.NewSecret(appSecret), On: "event", Timeout: config.Duration(5 * time.Second)}.WithDefaults()},
+	}}
+	gw, err := server.New(cfg, server.Options{Store: store, IntakeOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(gw.Handler())
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- gw.Run(ctx) }()
+	g := &gateway{url: srv.URL, store: store, src: gw.Sources()[0]}
 	for i := range 5 {
 		if st := g.send(t, charge(fmt.Sprintf("evt_io%d", i), "charge.succeeded", "ch_io", "succeeded", int64(i), false)); st != http.StatusAccepted {
 			t.Fatalf("event %d: %d", i, st)
 		}
 	}
-	// Workers would be woken by the commit and deliver within milliseconds.
-	time.Sleep(300 * time.Millisecond)
+	cancel()
+	if err := <-done; err != nil {
+		t.Errorf("Run: %v", err)
+	}
+	srv.Close()
+	gw.Close()
 	if n := len(dest.deliveries()); n != 0 {
 		t.Fatalf("an intake-only server delivered %d events", n)
 	}
-	if s := g.statuses(t); s[inbox.StatusReceived] != 5 {
-		t.Fatalf("statuses %v, want 5 received", s)
+	events, err := store.List(context.Background(), inbox.Filter{})
+	if err != nil || len(events) != 5 {
+		t.Fatalf("stored %d events, %v; want 5", len(events), err)
+	}
+	for _, e := range events {
+		if e.Status != inbox.StatusReceived || e.Attempts != 0 {
+			t.Errorf("event %s: %s after %d attempts, want received and never leased", e.EventID, e.Status, e.Attempts)
+		}
 	}
 }
 
