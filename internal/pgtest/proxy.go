@@ -1,23 +1,28 @@
 package pgtest
 
 import (
-	"io"
 	"net"
 	neturl "net/url"
 	"sync"
 	"testing"
 )
 
-// Proxy forwards TCP connections to a server (PostgreSQL, Redis) until Cut: then it
-// drops every connection and refuses new ones (each is closed as soon as
-// it is accepted), like a database host that went away, until Restore.
+// Proxy forwards TCP connections to a server (PostgreSQL, Redis). Cut makes
+// it a host that went away: it drops every connection and refuses new ones
+// (each is closed as soon as it is accepted). Hang makes it a host that
+// stopped answering without saying so: connections stay open, new ones are
+// accepted, and nothing is forwarded either way. Restore lets connections
+// through again; the connections a hang held are closed then, unforwarded,
+// so that nothing sent during the hang reaches the server late.
 type Proxy struct {
 	ln     net.Listener
 	target string
 
-	mu    sync.Mutex
-	cut   bool
-	conns map[net.Conn]bool
+	mu      sync.Mutex
+	resumed *sync.Cond // broadcast when a hang ends
+	cut     bool
+	hung    bool
+	conns   map[net.Conn]bool
 }
 
 // NewProxy starts a proxy in front of the server of the database URL db and
@@ -46,6 +51,7 @@ func NewTCPProxy(t testing.TB, target string) (*Proxy, string) {
 		t.Fatal(err)
 	}
 	p := &Proxy{ln: ln, target: target, conns: map[net.Conn]bool{}}
+	p.resumed = sync.NewCond(&p.mu)
 	t.Cleanup(func() { ln.Close(); p.Cut() })
 	go p.serve()
 	return p, ln.Addr().String()
@@ -58,21 +64,46 @@ func (p *Proxy) serve() {
 			return
 		}
 		p.mu.Lock()
-		if p.cut {
-			p.mu.Unlock()
+		switch {
+		case p.cut:
 			c.Close()
-			continue
+		case p.hung:
+			// Held open, unanswered, until the hang ends.
+			p.conns[c] = true
+		default:
+			up, err := net.Dial("tcp", p.target)
+			if err != nil {
+				c.Close()
+				break
+			}
+			p.conns[c], p.conns[up] = true, true
+			go p.pipe(up, c)
+			go p.pipe(c, up)
 		}
-		up, err := net.Dial("tcp", p.target)
-		if err != nil {
-			p.mu.Unlock()
-			c.Close()
-			continue
-		}
-		p.conns[c], p.conns[up] = true, true
 		p.mu.Unlock()
-		go func() { io.Copy(up, c); up.Close() }()
-		go func() { io.Copy(c, up); c.Close() }()
+	}
+}
+
+// pipe copies from src to dst until either fails. Bytes read during a hang
+// are held until it ends, and then dropped with the connections.
+func (p *Proxy) pipe(dst, src net.Conn) {
+	defer dst.Close()
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := src.Read(buf)
+		if n > 0 {
+			p.mu.Lock()
+			for p.hung {
+				p.resumed.Wait()
+			}
+			p.mu.Unlock()
+			if _, werr := dst.Write(buf[:n]); werr != nil {
+				return
+			}
+		}
+		if err != nil {
+			return
+		}
 	}
 }
 
@@ -81,15 +112,35 @@ func (p *Proxy) Cut() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.cut = true
+	p.dropAll()
+}
+
+// Hang stops forwarding: every connection, open or new, stays open and
+// silent, as behind a network that drops packets, until Restore or Cut.
+func (p *Proxy) Hang() {
+	p.mu.Lock()
+	p.hung = true
+	p.mu.Unlock()
+}
+
+// Restore lets connections through again. After a hang it first closes
+// the connections the hang held, with what they held.
+func (p *Proxy) Restore() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.hung {
+		p.dropAll()
+	}
+	p.cut, p.hung = false, false
+}
+
+// dropAll closes every connection and ends a hang's waits, which then
+// find their connection closed. p.mu must be held.
+func (p *Proxy) dropAll() {
 	for c := range p.conns {
 		c.Close()
 	}
 	clear(p.conns)
-}
-
-// Restore lets connections through again.
-func (p *Proxy) Restore() {
-	p.mu.Lock()
-	p.cut = false
-	p.mu.Unlock()
+	p.hung = false
+	p.resumed.Broadcast()
 }
