@@ -34,6 +34,10 @@ const (
 	// DefaultWindow is how long a dedupe key is kept: longer than every
 	// provider's retry window.
 	DefaultWindow = Duration(168 * time.Hour)
+	// DefaultStoreTimeout bounds one write of intake's events to the store:
+	// past it the senders are answered 503 + Retry-After (see
+	// [Dedupe.StoreTimeout]).
+	DefaultStoreTimeout = Duration(5 * time.Second)
 	// DefaultWorkers is how many workers process events.
 	DefaultWorkers = 4
 	// DefaultBatch is how many events a worker leases at a time.
@@ -180,6 +184,12 @@ type Dedupe struct {
 	Window Duration `yaml:"window"`
 	// OnStoreError is [OnStoreErrorReject] or [OnStoreErrorSpool].
 	OnStoreError string `yaml:"on_store_error"`
+	// StoreTimeout is the deadline of each write of intake's events to the
+	// store: a store that has not answered by then (a hung database, a
+	// stalled disk) fails the write, nothing of it is kept, and its
+	// senders get 503 + Retry-After. With on_store_error: spool it bounds
+	// the database's try and the spooling together. Positive.
+	StoreTimeout Duration `yaml:"store_timeout"`
 	// Spool is the file of the node's spool: required with
 	// on_store_error: spool, on a local disk of the node.
 	Spool string `yaml:"spool,omitempty"`
@@ -350,7 +360,7 @@ func Default() Config {
 		Database:   DefaultDatabase,
 		MaxBody:    DefaultMaxBody,
 		Limits:     Limits{MaxConnections: DefaultMaxConnections, MaxPendingBody: DefaultMaxPendingBody},
-		Dedupe:     Dedupe{Window: DefaultWindow, OnStoreError: OnStoreErrorReject},
+		Dedupe:     Dedupe{Window: DefaultWindow, OnStoreError: OnStoreErrorReject, StoreTimeout: DefaultStoreTimeout},
 		Workers:    DefaultWorkers,
 		Batch:      DefaultBatch,
 		Retention:  DefaultRetention,

@@ -124,7 +124,7 @@ func TestParseDefaults(t *testing.T) {
 	if cfg.Listen != "127.0.0.1:8080" || cfg.Database != "sqlite:hookgate.db" || cfg.MaxBody != 1<<20 {
 		t.Errorf("listen/database/max_body defaults = %q %q %d", cfg.Listen, cfg.Database, cfg.MaxBody)
 	}
-	if cfg.Dedupe.Window != Duration(168*time.Hour) || cfg.Dedupe.OnStoreError != "reject" {
+	if cfg.Dedupe.Window != Duration(168*time.Hour) || cfg.Dedupe.OnStoreError != "reject" || cfg.Dedupe.StoreTimeout != Duration(5*time.Second) {
 		t.Errorf("dedupe defaults = %+v", cfg.Dedupe)
 	}
 	if cfg.Sources[0].Window != cfg.Dedupe.Window {
@@ -267,6 +267,10 @@ func TestParseErrors(t *testing.T) {
 			[]string{"line 2: dedupe.window: -1h: must be positive"}, ErrInvalid},
 		{"negative source window", src("    provider: github\n    secret: env:GITHUB_SECRET\n    window: -5m\n"),
 			[]string{"sources[0].window: -5m: must not be negative"}, ErrInvalid},
+		{"zero store_timeout", "dedupe:\n  store_timeout: 0s\n",
+			[]string{"line 2: dedupe.store_timeout: 0s: must be positive"}, ErrInvalid},
+		{"negative store_timeout", "dedupe:\n  store_timeout: -1s\n",
+			[]string{"line 2: dedupe.store_timeout: -1s: must be positive"}, ErrInvalid},
 		{"bad on_store_error", "dedupe:\n  on_store_error: retry\n",
 			[]string{"dedupe.on_store_error: \"retry\": want reject or spool"}, ErrInvalid},
 		{"spool without a file", "dedupe:\n  on_store_error: spool\n",

@@ -57,6 +57,7 @@ func ExampleConfig_Redacted() {
 	// dedupe:
 	//   window: 168h
 	//   on_store_error: reject
+	//   store_timeout: 5s
 	// workers: 4
 	// batch: 200
 	// retention: 720h

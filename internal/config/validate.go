@@ -129,6 +129,9 @@ func (c Config) check() []*FieldError {
 	if c.Dedupe.Window <= 0 {
 		add("dedupe.window", "%s: must be positive", c.Dedupe.Window)
 	}
+	if c.Dedupe.StoreTimeout <= 0 {
+		add("dedupe.store_timeout", "%s: must be positive", c.Dedupe.StoreTimeout)
+	}
 	switch c.Dedupe.OnStoreError {
 	case OnStoreErrorReject:
 	case OnStoreErrorSpool:

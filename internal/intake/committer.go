@@ -3,6 +3,7 @@ package intake
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -17,6 +18,15 @@ var ErrClosed = errors.New("intake: committer closed")
 
 // DefaultMaxBatch caps how many events one transaction writes.
 const DefaultMaxBatch = 1000
+
+// DefaultStoreTimeout is CommitterOptions.StoreTimeout when it is zero.
+const DefaultStoreTimeout = 5 * time.Second
+
+// ErrStoreTimeout is the error of a write the store did not finish within
+// the store timeout. Nothing of it is answered as kept; whether the store
+// kept it is unknown when the deadline came after its commit was sent, so
+// a retry of its events may find them stored (a duplicate).
+var ErrStoreTimeout = errors.New("intake: the store did not answer within the store timeout")
 
 // CommitterOptions tune a Committer; zero values mean the defaults.
 type CommitterOptions struct {
@@ -37,6 +47,9 @@ type CommitterOptions struct {
 	// Front, when set, is the Redis front the nodes share: the first copy
 	// of each event is checked there before the store (see Committer).
 	Front *front.Front
+	// StoreTimeout is the deadline of each write to the store; zero means
+	// DefaultStoreTimeout.
+	StoreTimeout time.Duration
 }
 
 // DuplicateCounter is a store that counts duplicates it did not see: the
@@ -79,6 +92,7 @@ const countEvery = time.Second
 type Committer struct {
 	store     Acceptor
 	maxBatch  int
+	timeout   time.Duration // of each write
 	recent    *recent
 	now       func() time.Time
 	committed func()
@@ -134,9 +148,14 @@ func NewCommitter(store Acceptor, opts CommitterOptions) *Committer {
 	if maxBatch <= 0 {
 		maxBatch = DefaultMaxBatch
 	}
+	timeout := opts.StoreTimeout
+	if timeout <= 0 {
+		timeout = DefaultStoreTimeout
+	}
 	c := &Committer{
 		store:      store,
 		maxBatch:   maxBatch,
+		timeout:    timeout,
 		now:        opts.Now,
 		committed:  opts.Committed,
 		front:      opts.Front,
@@ -194,7 +213,11 @@ func (c *Committer) countRemembered(counter DuplicateCounter) {
 		}
 		c.mu.Unlock()
 		if batch != nil {
-			if err := counter.CountDuplicates(context.Background(), batch); err != nil {
+			// A write like any other: a hung store must not hold Close.
+			ctx, cancel := context.WithTimeout(context.Background(), c.timeout)
+			err := counter.CountDuplicates(ctx, batch)
+			cancel()
+			if err != nil {
 				c.mu.Lock()
 				for src, n := range batch {
 					c.remembered[src] += n
@@ -304,6 +327,11 @@ func (c *Committer) Submit(ctx context.Context, items []inbox.Item) (outs []inbo
 		case c.queue <- fresh:
 		case <-ctx.Done():
 			c.fail(fresh, ctx.Err())
+			if c.front != nil {
+				// Never written: the claims go now, not at the end of
+				// their lease, so no node answers the sender's retry 409.
+				c.settleFront(fresh, nil, ctx.Err())
+			}
 		}
 	}
 	c.wg.Done()
@@ -495,7 +523,7 @@ func (c *Committer) write(batch []*pending) {
 	for i, p := range batch {
 		items[i] = p.item
 	}
-	outs, err := c.store.Accept(context.Background(), items)
+	outs, err := c.accept(items)
 	if err != nil {
 		c.writeErr.Store(&err)
 	} else {
@@ -518,6 +546,35 @@ func (c *Committer) write(batch []*pending) {
 	}
 	if c.front != nil {
 		c.settleFront(batch, outs, err)
+	}
+}
+
+// accept writes items to the store within the store timeout. The store is
+// given the deadline, and one that honours it (PostgreSQL cancels the
+// statement, which rolls the batch back) returns at once; one that does
+// not (an fsync on a stalled disk) is not waited for: its batch fails at
+// the deadline and its write ends alone, whatever it then returns unseen,
+// so no sender waits on a hung store.
+func (c *Committer) accept(items []inbox.Item) ([]inbox.Outcome, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), c.timeout)
+	type result struct {
+		outs []inbox.Outcome
+		err  error
+	}
+	done := make(chan result, 1)
+	go func() {
+		defer cancel()
+		outs, err := c.store.Accept(ctx, items)
+		done <- result{outs, err}
+	}()
+	select {
+	case r := <-done:
+		if r.err != nil && ctx.Err() != nil {
+			return nil, fmt.Errorf("%w (%v): %w", ErrStoreTimeout, c.timeout, r.err)
+		}
+		return r.outs, r.err
+	case <-ctx.Done():
+		return nil, fmt.Errorf("%w (%v)", ErrStoreTimeout, c.timeout)
 	}
 }
 

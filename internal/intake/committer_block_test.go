@@ -7,6 +7,7 @@ import (
 	"sync"
 	"testing"
 	"testing/synctest"
+	"time"
 
 	"github.com/hookgate/hookgate/dedupe"
 	"github.com/hookgate/hookgate/internal/inbox"
@@ -297,6 +298,42 @@ func TestParallelWriters(t *testing.T) {
 			if a := <-ch; a.err != nil || a.out.Status != dedupe.New {
 				t.Fatalf("%+v, want new", a)
 			}
+		}
+	})
+}
+
+// A hung store is an answer, not a wait (G4): a write that has not
+// returned at the store timeout fails its requests with ErrStoreTimeout
+// while it is still running (the store ignored its deadline), without
+// waiting for it; the retry after it is decided by the store.
+func TestHungWriteFailsAtTheStoreTimeout(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const timeout = 5 * time.Second
+		s := newGatedStore(t)
+		c := intake.NewCommitter(s, intake.CommitterOptions{RecentKeys: -1, StoreTimeout: timeout})
+		defer c.Close()
+		start := time.Now()
+		hung := submitAsync(c, s, item("evt_hung"))
+		<-s.calls
+		var a answer
+		select {
+		case a = <-hung:
+		case <-time.After(10 * timeout):
+			s.gate <- errors.New("let go, so that Close returns")
+			t.Fatal("a write the store does not return: not answered at ten times the store timeout")
+		}
+		if !errors.Is(a.err, intake.ErrStoreTimeout) || !a.during {
+			t.Fatalf("a write the store does not return: %+v, want ErrStoreTimeout while it runs", a)
+		}
+		if waited := time.Since(start); waited != timeout {
+			t.Fatalf("answered after %v, want the store timeout %v", waited, timeout)
+		}
+		s.gate <- errors.New("the hung write ends, failed")
+		retry := submitAsync(c, s, item("evt_hung"))
+		<-s.calls
+		s.gate <- nil
+		if a := <-retry; a.err != nil || a.out.Status != dedupe.New {
+			t.Fatalf("the retry: %+v, want new", a)
 		}
 	})
 }

@@ -78,7 +78,10 @@ type Handler struct {
 	// large bodies cannot take the share small bodies always have.
 	pending struct{ small, general *semaphore.Weighted }
 	ready   func(context.Context) error
-	log     *slog.Logger
+	// readyRun is the readiness check in flight, nil when none runs.
+	readyMu  sync.Mutex
+	readyRun *readyCheck
+	log      *slog.Logger
 	// errs writes the error lines a flood could repeat (every request
 	// refused while the store is down) at a bounded rate.
 	errs     *lograte.Logger
@@ -155,9 +158,57 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) { h.mux.Serv
 // error's text after the ErrDegraded prefix.
 var ErrDegraded = errors.New("degraded")
 
+// readyTimeout bounds the readiness check, so that /readyz answers within
+// a second whatever the store does: a check that has not answered by then
+// (a hung database) is not ready.
+const readyTimeout = 800 * time.Millisecond
+
+// readyCheck is one run of Options.Ready, which every /readyz that comes
+// while it runs waits for: probes of a hung store do not pile up checks.
+// A run past readyTimeout (a Ready that ignores its context) is joined no
+// more, so that one hung run cannot keep a recovered store unready.
+type readyCheck struct {
+	started time.Time
+	done    chan struct{}
+	err     error
+}
+
+// checkReady runs Options.Ready within readyTimeout, or joins the run in
+// flight, and returns its error, or one saying it did not answer in time.
+func (h *Handler) checkReady(ctx context.Context) error {
+	h.readyMu.Lock()
+	rc := h.readyRun
+	if rc == nil || time.Since(rc.started) >= readyTimeout {
+		rc = &readyCheck{started: time.Now(), done: make(chan struct{})}
+		h.readyRun = rc
+		go func() {
+			cctx, cancel := context.WithTimeout(context.Background(), readyTimeout)
+			defer cancel()
+			rc.err = h.ready(cctx)
+			h.readyMu.Lock()
+			if h.readyRun == rc {
+				h.readyRun = nil
+			}
+			h.readyMu.Unlock()
+			close(rc.done)
+		}()
+	}
+	h.readyMu.Unlock()
+	timer := time.NewTimer(readyTimeout)
+	defer timer.Stop()
+	select {
+	case <-rc.done:
+		return rc.err
+	case <-timer.C:
+		return fmt.Errorf("the readiness check did not answer within %v", readyTimeout)
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
 func (h *Handler) readyz(w http.ResponseWriter, r *http.Request) {
 	if h.ready != nil {
-		if err := h.ready(r.Context()); errors.Is(err, ErrDegraded) {
+		if err := h.checkReady(r.Context()); errors.Is(err, ErrDegraded) {
 			io.WriteString(w, err.Error()+"\n")
 			return
 		} else if err != nil {

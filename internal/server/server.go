@@ -80,8 +80,19 @@ type Server struct {
 	stopConsole context.CancelFunc
 }
 
-// New builds a gateway from cfg.
+// New builds a gateway from cfg, which must be valid (see
+// config.Config.Validate): a configuration built in code starts from
+// config.Default.
 func New(cfg config.Config, opts Options) (*Server, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if cfg.Dedupe.OnStoreError == config.OnStoreErrorSpool && time.Duration(cfg.Dedupe.StoreTimeout) <= spool.DefaultTimeout {
+		// The spool takes a batch only after the database's try has
+		// timed out; the write's deadline must leave it room.
+		return nil, fmt.Errorf("dedupe.store_timeout: %v: with on_store_error: spool, want more than the %v the database is tried before the spool",
+			cfg.Dedupe.StoreTimeout, spool.DefaultTimeout)
+	}
 	s := &Server{cfg: cfg, store: opts.Store, log: opts.Logger, now: opts.Now, metrics: metrics.New(), process: !opts.IntakeOnly,
 		adminListener: opts.AdminListener}
 	if s.log == nil {
@@ -125,7 +136,8 @@ func New(cfg config.Config, opts Options) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s.committer = intake.NewCommitter(acceptor, intake.CommitterOptions{Now: opts.Now, Committed: s.pool.Notify, Front: s.front})
+	s.committer = intake.NewCommitter(acceptor, intake.CommitterOptions{Now: opts.Now, Committed: s.pool.Notify, Front: s.front,
+		StoreTimeout: time.Duration(cfg.Dedupe.StoreTimeout)})
 	in := intake.NewHandler(intake.Options{
 		Sources:   s.sources,
 		Committer: s.committer,
@@ -146,6 +158,7 @@ func New(cfg config.Config, opts Options) (*Server, error) {
 		api, err := admin.New(admin.Options{Store: s.store, Token: token, Logger: s.log})
 		if err != nil {
 			s.Close()
+			s.closeDedupe()
 			return nil, err
 		}
 		s.admin.Handle("/api/", api)
@@ -155,6 +168,7 @@ func New(cfg config.Config, opts Options) (*Server, error) {
 		if err != nil {
 			stop()
 			s.Close()
+			s.closeDedupe()
 			return nil, err
 		}
 		s.stopConsole = stop

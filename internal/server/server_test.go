@@ -87,11 +87,18 @@ func (d *destination) serve(w http.ResponseWriter, r *http.Request) {
 	if f := d.behave.Load(); f != nil {
 		status, delay = (*f)(n)
 	}
-	if delay > 0 {
+	switch {
+	case delay == untilGivenUp:
+		<-r.Context().Done() // the application answers only after hookgate gave up
+	case delay > 0:
 		time.Sleep(delay) // the application is slow, on purpose
 	}
 	w.WriteHeader(status)
 }
+
+// untilGivenUp, as a behaviour's delay, holds the answer until the
+// gateway's attempt has ended (its timeout passed and it hung up).
+const untilGivenUp time.Duration = -1
 
 func (d *destination) setBehaviour(f func(n int) (int, time.Duration)) { d.behave.Store(&f) }
 
@@ -351,21 +358,29 @@ func TestInvalidEventDiesAlone(t *testing.T) {
 
 // The destination does the work but answers after hookgate's timeout: the
 // retry carries the same webhook-id, so the application sees one effect.
+// The first attempt is answered only once hookgate hung up, so it timed
+// out however loaded the machine; a retry that times out too is one more
+// delivery under the same id.
 func TestTimeoutAfterCommitRetriesSameID(t *testing.T) {
 	t.Parallel()
 	dest := newDestination(t)
 	dest.setBehaviour(func(n int) (int, time.Duration) {
 		if n == 0 {
-			return http.StatusNoContent, 700 * time.Millisecond
+			return http.StatusNoContent, untilGivenUp
 		}
 		return http.StatusNoContent, 0
 	})
-	g := start(t, dest, destCfg{name: "app", on: "event", timeout: 200 * time.Millisecond})
+	g := start(t, dest, destCfg{name: "app", on: "event", timeout: time.Second})
 	g.send(t, charge("evt_slow", "charge.succeeded", "ch_4", "succeeded", 100, false))
 	g.waitSettled(t, 1, 0)
 	got := dest.deliveries()
-	if len(got) != 2 || got[0].webhookID != got[1].webhookID {
-		t.Fatalf("deliveries %d with ids %v, want 2 with one webhook-id", len(got), got)
+	if len(got) < 2 {
+		t.Fatalf("%d deliveries, want the timed-out one and its retry", len(got))
+	}
+	for _, r := range got[1:] {
+		if r.webhookID != got[0].webhookID {
+			t.Fatalf("deliveries with ids %v, want one webhook-id", got)
+		}
 	}
 	dest.mu.Lock()
 	effects := len(dest.effects)
@@ -670,5 +685,40 @@ func TestDestinationTypes(t *testing.T) {
 	refunds := dest.deliveries("refunds")
 	if len(refunds) != 1 || !bytes.Contains(refunds[0].body, []byte(`"evt_t2"`)) {
 		t.Errorf("refunds got %d deliveries, want only evt_t2", len(refunds))
+	}
+}
+
+// server.New refuses a configuration it cannot run, naming the field,
+// instead of panicking later (a zero sweep period panicked in the
+// sweep's ticker).
+func TestNewValidatesConfig(t *testing.T) {
+	t.Parallel()
+	store, err := inboxsqlite.Open(filepath.Join(t.TempDir(), "hookgate.db"), inboxsqlite.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { store.Close() })
+	for _, tc := range []struct {
+		name, field string
+		configure   func(*config.Config)
+	}{
+		{"zero sweep period", "sweep_every", func(c *config.Config) { c.SweepEvery = 0 }},
+		{"zero store timeout", "dedupe.store_timeout", func(c *config.Config) { c.Dedupe.StoreTimeout = 0 }},
+		{"store timeout within the spool's try", "dedupe.store_timeout", func(c *config.Config) {
+			c.Dedupe.OnStoreError, c.Dedupe.Spool = config.OnStoreErrorSpool, filepath.Join(t.TempDir(), "spool.db")
+			c.Dedupe.StoreTimeout = config.Duration(time.Second)
+		}},
+	} {
+		cfg := config.Default()
+		tc.configure(&cfg)
+		gw, err := server.New(cfg, server.Options{Store: store})
+		if err == nil {
+			gw.Close()
+			t.Errorf("%s: New succeeded, want an error", tc.name)
+			continue
+		}
+		if !strings.Contains(err.Error(), tc.field) {
+			t.Errorf("%s: %v, want it to name %s", tc.name, err, tc.field)
+		}
 	}
 }

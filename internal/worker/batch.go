@@ -42,7 +42,8 @@ func (p *Pool) process(ctx context.Context, owner string) (n int, err error) {
 	}
 	// From here the batch is ours: finish it even if ctx ends, so that no
 	// event waits for its lease to expire after a clean shutdown.
-	ctx = context.WithoutCancel(ctx)
+	ctx, cancel := p.afterStop(ctx)
+	defer cancel()
 	jobs := make([]*job, len(events))
 	for i, ev := range events {
 		jobs[i] = &job{ev: ev}

@@ -104,7 +104,8 @@ const lingerFor = 2 * time.Millisecond
 func (l *lane) run(ctx context.Context) {
 	owner := l.p.name + ":" + l.key.Source + "/" + l.key.Destination
 	results := make(chan result, l.limit)
-	store := context.WithoutCancel(ctx)
+	store, cancel := l.p.afterStop(ctx)
+	defer cancel()
 	half := max(l.limit/2, 1)
 	var (
 		pending  []result
