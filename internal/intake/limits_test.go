@@ -3,6 +3,7 @@ package intake_test
 import (
 	"bufio"
 	"bytes"
+	"compress/gzip"
 	"context"
 	"errors"
 	"fmt"
@@ -189,6 +190,56 @@ func TestPendingBodyBudgetKeepsSmallShare(t *testing.T) {
 	for range 3 {
 		if st := post(100); st != http.StatusUnauthorized {
 			t.Fatalf("a small body while the large share is held: %d, want it read (401)", st)
+		}
+	}
+}
+
+// The pending-body budget is given back on every way out, not only after
+// authentication: with a budget of one max_body, a body over max_body
+// (413), one that does not decode (400) and one that decodes past
+// max_body (413) each hold all of it while read, and the request after
+// each is read (401: unsigned), not turned away 503.
+func TestPendingBodyBudgetGivenBackOnErrors(t *testing.T) {
+	t.Parallel()
+	const maxBody = 1024
+	srv, _ := budgetServer(t, maxBody, maxBody)
+	post := func(body []byte, encoding string) int {
+		t.Helper()
+		req, err := http.NewRequest(http.MethodPost, srv.URL+"/in/stripe", bytes.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if encoding != "" {
+			req.Header.Set("Content-Encoding", encoding)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	var bomb bytes.Buffer
+	zw := gzip.NewWriter(&bomb)
+	zw.Write(bytes.Repeat([]byte("a"), 4*maxBody))
+	zw.Close()
+	for _, tc := range []struct {
+		name     string
+		body     []byte
+		encoding string
+		want     int
+	}{
+		{"a body over max_body", bytes.Repeat([]byte("a"), 2*maxBody), "", http.StatusRequestEntityTooLarge},
+		{"a body that is not gzip", []byte("not gzip at all"), "gzip", http.StatusBadRequest},
+		{"a body that decodes past max_body", bomb.Bytes(), "gzip", http.StatusRequestEntityTooLarge},
+	} {
+		for range 3 {
+			if st := post(tc.body, tc.encoding); st != tc.want {
+				t.Fatalf("%s: %d, want %d", tc.name, st, tc.want)
+			}
+		}
+		if st := post([]byte(`{"id":"evt_1"}`), ""); st != http.StatusUnauthorized {
+			t.Fatalf("after %s: %d, want 401 (read: the budget given back)", tc.name, st)
 		}
 	}
 }
