@@ -2,8 +2,13 @@ package spool_test
 
 import (
 	"bytes"
+	"context"
+	"fmt"
+	"log/slog"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -126,5 +131,81 @@ func TestLateCopyReplacesAQuarantinedRow(t *testing.T) {
 	}
 	if st, err := s.Stats(t.Context()); err != nil || st.Quarantined != 0 || st.Drained != 1 {
 		t.Fatalf("stats %+v, %v; want 1 drained, none quarantined", st, err)
+	}
+}
+
+// countingHandler keeps the messages of the error records logged.
+type countingHandler struct {
+	slog.Handler
+	mu     sync.Mutex
+	errors []string
+}
+
+func (h *countingHandler) Enabled(context.Context, slog.Level) bool { return true }
+
+func (h *countingHandler) Handle(ctx context.Context, r slog.Record) error {
+	if r.Level >= slog.LevelError {
+		h.mu.Lock()
+		h.errors = append(h.errors, r.Message)
+		h.mu.Unlock()
+	}
+	return nil
+}
+
+func (h *countingHandler) logged() []string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return slices.Clone(h.errors)
+}
+
+// A quarantined row is logged once, at error level, however many drains
+// follow: the fallback's drains after more events are spooled do not
+// report it again.
+func TestQuarantineIsLoggedOnce(t *testing.T) {
+	t.Parallel()
+	db := pgtest.New(t)
+	proxy, viaProxy := pgtest.NewProxy(t, db)
+	in := openInbox(t, viaProxy)
+	path := filepath.Join(t.TempDir(), "spool.db")
+	s := openSpool(t, path)
+	if _, err := s.Put(t.Context(), []inbox.Item{item("bad"), item("a")}); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	corrupt(t, path, "bad", []byte("garbage"))
+	s = openSpool(t, path)
+	h := &countingHandler{Handler: slog.DiscardHandler}
+	f := spool.NewFallback(in, s, spool.FallbackOptions{Retry: 20 * time.Millisecond, Logger: slog.New(h)})
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan struct{})
+	go func() { f.Run(ctx); close(done) }()
+	defer func() { cancel(); <-done }()
+	drained := func(n int64) func() bool {
+		return func() bool {
+			st, err := s.Stats(t.Context())
+			if err != nil {
+				t.Fatal(err)
+			}
+			return st.Drained == n
+		}
+	}
+	waitFor(t, "the readable event to drain", drained(1))
+	// Each outage spools one more event, which the fallback drains once
+	// the inbox is back: a drain each time, past the quarantined row.
+	for i := range 3 {
+		proxy.Cut()
+		outs, err := f.Accept(t.Context(), []inbox.Item{item(fmt.Sprintf("later%d", i))})
+		wantStatuses(t, "an event while cut", outs, err, dedupe.New)
+		proxy.Restore()
+		waitFor(t, "the spooled event to drain", drained(int64(2+i)))
+	}
+	var quarantined []string
+	for _, msg := range h.logged() {
+		if strings.Contains(msg, "quarantined") {
+			quarantined = append(quarantined, msg)
+		}
+	}
+	if len(quarantined) != 1 {
+		t.Fatalf("the quarantine logged %d times (%q), want once", len(quarantined), quarantined)
 	}
 }
