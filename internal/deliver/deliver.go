@@ -14,6 +14,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/hookgate/hookgate/internal/config"
 	"github.com/hookgate/hookgate/verify"
 )
 
@@ -28,6 +29,10 @@ const (
 	drainSize    = 64 << 10
 )
 
+// DefaultTimeout bounds an attempt to a Destination that sets no
+// Timeout: the configuration's default.
+const DefaultTimeout = time.Duration(config.DefaultTimeout)
+
 // Destination is where events are delivered.
 type Destination struct {
 	Name string
@@ -37,7 +42,8 @@ type Destination struct {
 	// Signer signs each delivery; nil sends it unsigned.
 	Signer *verify.Standard
 	// Timeout bounds one attempt, from connecting until the response is
-	// read; zero means no bound beyond the context.
+	// read; zero means DefaultTimeout, so that no destination can hold an
+	// attempt (and a shutdown waiting for it) for ever.
 	Timeout time.Duration
 	// Headers are static request headers, such as Authorization, sent with
 	// every delivery. They cannot override Content-Type, webhook-id,
@@ -131,11 +137,12 @@ func (c *Client) deliver(ctx context.Context, d Destination, m Message) Outcome 
 			return Outcome{Err: fmt.Errorf("deliver to %s: header %q: invalid name or value", d.Name, k)}
 		}
 	}
-	if d.Timeout > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, d.Timeout)
-		defer cancel()
+	timeout := d.Timeout
+	if timeout <= 0 {
+		timeout = DefaultTimeout
 	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, d.URL, bytes.NewReader(m.Payload))
 	if err != nil {
 		return Outcome{Err: fmt.Errorf("deliver to %s: %w", d.Name, err)}

@@ -757,3 +757,35 @@ func TestBackoffOutOfRange(t *testing.T) {
 		}
 	}
 }
+
+// deadlineTransport records the deadline of each request's context and
+// answers nothing.
+type deadlineTransport struct{ deadline chan time.Time }
+
+func (t deadlineTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	d, ok := r.Context().Deadline()
+	if !ok {
+		d = time.Time{}
+	}
+	t.deadline <- d
+	return nil, errors.New("recorded")
+}
+
+// A destination built in code without a Timeout still has one, the
+// configuration's default: a destination that never answers cannot hold
+// an attempt, and a shutdown waiting for it, for ever.
+func TestZeroTimeoutIsTheDefault(t *testing.T) {
+	t.Parallel()
+	tr := deadlineTransport{deadline: make(chan time.Time, 1)}
+	c := deliver.New(&http.Client{Transport: tr})
+	start := time.Now()
+	c.Deliver(context.Background(), deliver.Destination{Name: "app", URL: "http://127.0.0.1:1/hooks"},
+		deliver.Message{WebhookID: "msg_1", Payload: []byte("{}")})
+	d := <-tr.deadline
+	if d.IsZero() {
+		t.Fatal("an attempt to a destination without a timeout has no deadline")
+	}
+	if d.After(start.Add(deliver.DefaultTimeout)) || d.Before(start) {
+		t.Fatalf("deadline %v after the start, want within deliver.DefaultTimeout (%v)", d.Sub(start), deliver.DefaultTimeout)
+	}
+}

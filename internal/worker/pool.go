@@ -15,29 +15,35 @@ import (
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
+	"github.com/hookgate/hookgate/internal/config"
 	"github.com/hookgate/hookgate/internal/deliver"
 	"github.com/hookgate/hookgate/internal/inbox"
 	"github.com/hookgate/hookgate/internal/lograte"
 )
 
-// Defaults of Options.
+// Defaults of Options and of a Destination: the configuration's, so that
+// a pool built in code behaves as one built from a file that sets none.
 const (
+	// DefaultWorkers is how many workers lease events.
+	DefaultWorkers = config.DefaultWorkers
+	// DefaultBatch is how many events a worker leases at a time.
+	DefaultBatch = config.DefaultBatch
 	// DefaultLease is how long a worker holds a batch.
-	DefaultLease = time.Minute
+	DefaultLease = time.Duration(config.DefaultLease)
 	// DefaultIdle is how long an idle worker waits before looking again.
 	DefaultIdle = time.Second
 	// DefaultBackoffBase is the ceiling of the first retry's delay.
-	DefaultBackoffBase = time.Second
+	DefaultBackoffBase = time.Duration(config.DefaultRetryInitial)
 	// DefaultBackoffMax caps every retry's delay.
-	DefaultBackoffMax = time.Hour
+	DefaultBackoffMax = time.Duration(config.DefaultRetryMaxDelay)
 	// DefaultMaxAttempts is a destination's attempts when it sets none.
-	DefaultMaxAttempts = 20
+	DefaultMaxAttempts = config.DefaultMaxAttempts
 	// DefaultMaxInFlight bounds a destination's deliveries in flight
 	// across the pool when it sets no bound.
-	DefaultMaxInFlight = 16
+	DefaultMaxInFlight = config.DefaultMaxInFlight
 	// DefaultPauseFor is how long a paused destination waits before it is
 	// probed, when it sets no time.
-	DefaultPauseFor = 30 * time.Second
+	DefaultPauseFor = time.Duration(config.DefaultPauseFor)
 )
 
 // On values of a destination.
@@ -129,8 +135,8 @@ type Options struct {
 	Store inbox.Store
 	// Sources by name. An event of a source not listed dies as invalid.
 	Sources map[string]Source
-	// Workers and Batch: how many workers (default 1), leasing how many
-	// events each (default 200).
+	// Workers and Batch: how many workers (default DefaultWorkers),
+	// leasing how many events each (default DefaultBatch).
 	Workers, Batch int
 	// Lease is how long a batch of events, or one delivery, is held
 	// before another worker may take it over (after a crash). It must
@@ -179,10 +185,10 @@ func New(opts Options) (*Pool, error) {
 		return nil, ErrNoStore
 	}
 	if opts.Workers <= 0 {
-		opts.Workers = 1
+		opts.Workers = DefaultWorkers
 	}
 	if opts.Batch <= 0 {
-		opts.Batch = 200
+		opts.Batch = DefaultBatch
 	}
 	if opts.Lease <= 0 {
 		opts.Lease = DefaultLease

@@ -276,8 +276,10 @@ func TestRetryWithGrowingDelaysThenDeliveredOnce(t *testing.T) {
 	b.start()
 	ids := b.add(event("o1", 1, "paid"))
 
-	// Rand is 0.5, so each delay is half its ceiling: base 1s doubling.
-	for i, want := range []time.Duration{500 * time.Millisecond, time.Second, 2 * time.Second} {
+	// Rand is 0.5, so each delay is half its ceiling: the default base
+	// (the configuration's retry_initial) doubling.
+	base := worker.DefaultBackoffBase
+	for i, want := range []time.Duration{base / 2, base, 2 * base} {
 		now := b.clock.Now()
 		if r := b.once(); r.Deliveries != 1 {
 			t.Fatalf("round %d made %d deliveries, want 1", i+1, r.Deliveries)
