@@ -2,6 +2,7 @@ package intake_test
 
 import (
 	"context"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -82,8 +83,9 @@ func (a *countingAcceptor) Accept(ctx context.Context, items []inbox.Item) ([]in
 }
 
 // Many requests answered from memory while the counts are handed over
-// (once a second), with a pause so that a hand-over finds nothing to
-// count while requests resume: every duplicate is counted exactly once.
+// (once a second), with a pause until a hand-over has counted the first
+// burst, so that later hand-overs start from nothing while requests
+// resume: every duplicate is counted exactly once.
 func TestRememberedDuplicatesCountedUnderLoad(t *testing.T) {
 	t.Parallel()
 	store := openStore(t)
@@ -111,8 +113,21 @@ func TestRememberedDuplicatesCountedUnderLoad(t *testing.T) {
 		}
 		wg.Wait()
 	}
+	counted := func() int64 {
+		st, err := store.Stats(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return st.Sources["test"].Duplicates
+	}
 	burst(1200 * time.Millisecond)
-	time.Sleep(1200 * time.Millisecond)
+	deadline := time.Now().Add(30 * time.Second)
+	for counted() != dups.Load() {
+		if time.Now().After(deadline) {
+			t.Fatalf("the first burst's duplicates not handed over within 30s: %d counted, %d answered", counted(), dups.Load())
+		}
+		runtime.Gosched()
+	}
 	burst(1200 * time.Millisecond)
 	c.Close()
 	st, err := store.Stats(t.Context())
