@@ -264,8 +264,15 @@ func classify(out []byte, err error) (result, detail string) {
 	case err == nil:
 		return notCaught, ""
 	}
-	if m := failedTest.FindSubmatch(out); m != nil {
-		return caught, string(m[1])
+	// Name the deepest failing test: a suite's subtest says more than the
+	// suite, which fails with it.
+	for _, m := range failedTest.FindAllSubmatch(out, -1) {
+		if len(m[1]) > len(detail) {
+			detail = string(m[1])
+		}
+	}
+	if detail != "" {
+		return caught, detail
 	}
 	return caught, "tests failed"
 }

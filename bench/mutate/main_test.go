@@ -43,6 +43,10 @@ func TestClassify(t *testing.T) {
 			t.Errorf("%q: %s, want %s", c.out, got, c.result)
 		}
 	}
+	out := "--- FAIL: TestInbox (0.10s)\n    --- FAIL: TestInbox/AcceptNew (0.01s)\nFAIL\n"
+	if _, detail := classify([]byte(out), failed); detail != "TestInbox/AcceptNew" {
+		t.Errorf("a failed subtest is reported as %q, want TestInbox/AcceptNew", detail)
+	}
 }
 
 func TestLoadIsStrict(t *testing.T) {
