@@ -9,6 +9,15 @@ import (
 	"strings"
 )
 
+// version is the release a build was stamped with:
+//
+//	go build -ldflags "-X github.com/hookgate/hookgate/internal/cli.version=v1.2.0" ./cmd/hookgate
+//
+// Release builds made from a checkout (an image, a tarball) set it; empty,
+// the module version in the build info says it instead, which is what
+// `go install github.com/hookgate/hookgate/cmd/hookgate@v1.2.0` records.
+var version string
+
 func init() {
 	register("version", "print the version, the commit it was built from and the Go version", runVersion)
 }
@@ -16,9 +25,11 @@ func init() {
 func runVersion(_ context.Context, args []string, std IO) error {
 	fs := newFlags(doc{
 		name: "version",
-		text: `Print hookgate's module version, the commit it was built from (with
-its time, and "modified" when the checkout had uncommitted changes) and
-the Go version that built it. --version does the same.`,
+		text: `Print hookgate's version (the release it was stamped with, else its
+module version: v1.2.0 for 'go install …@v1.2.0', "(devel)" for a build
+of a checkout), the commit it was built from (with its time, and
+"modified" when the checkout had uncommitted changes) and the Go version
+that built it. --version does the same.`,
 		examples: []string{"version", "--version"},
 	}, std)
 	if err := fs.parse(args, false); err != nil {
@@ -28,16 +39,20 @@ the Go version that built it. --version does the same.`,
 	if !ok {
 		info = &debug.BuildInfo{GoVersion: runtime.Version()}
 	}
-	_, err := io.WriteString(std.Stdout, versionText(info))
+	_, err := io.WriteString(std.Stdout, versionText(version, info))
 	return err
 }
 
-// versionText describes the build info: "hookgate VERSION", the commit
-// and the Go version, one per line.
-func versionText(info *debug.BuildInfo) string {
-	version := info.Main.Version
-	if version == "" {
-		version = "(devel)"
+// versionText describes a build stamped with the version stamped ("" for
+// none) whose build info is info: "hookgate VERSION", the commit and the
+// Go version, one per line.
+func versionText(stamped string, info *debug.BuildInfo) string {
+	shown := stamped
+	if shown == "" {
+		shown = info.Main.Version
+	}
+	if shown == "" {
+		shown = "(devel)"
 	}
 	settings := map[string]string{}
 	for _, s := range info.Settings {
@@ -58,5 +73,5 @@ func versionText(info *debug.BuildInfo) string {
 			commit += " (" + strings.Join(notes, ", ") + ")"
 		}
 	}
-	return fmt.Sprintf("hookgate %s\ncommit   %s\ngo       %s\n", version, commit, info.GoVersion)
+	return fmt.Sprintf("hookgate %s\ncommit   %s\ngo       %s\n", shown, commit, info.GoVersion)
 }
