@@ -38,3 +38,15 @@ func Open(ctx context.Context, database string, opts Options) (inbox.Backend, er
 	}
 	return nil, fmt.Errorf("%w %q: want sqlite:PATH or postgres://…", ErrUnknown, database)
 }
+
+// SchemaVersion is the inbox schema version of the database b has open,
+// which Open brought to the newest this hookgate knows.
+func SchemaVersion(ctx context.Context, b inbox.Backend) (int, error) {
+	switch s := b.(type) {
+	case *inboxsqlite.Store:
+		return s.SchemaVersion(ctx)
+	case *inboxpostgres.Store:
+		return s.SchemaVersion(ctx)
+	}
+	return 0, fmt.Errorf("%w: %T", ErrUnknown, b)
+}

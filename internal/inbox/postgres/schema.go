@@ -215,3 +215,13 @@ func migrateTo(ctx context.Context, pool *pgxpool.Pool, steps []string) error {
 		return nil
 	})
 }
+
+// SchemaVersion is the newest schema version the database has had: the
+// version `hookgate migrate` reports.
+func (s *Store) SchemaVersion(ctx context.Context) (int, error) {
+	var v int
+	if err := s.pool.QueryRow(ctx, `SELECT coalesce(max(version), 0) FROM inbox_schema_migrations`).Scan(&v); err != nil {
+		return 0, fail(ctx, "schema version", err)
+	}
+	return v, nil
+}

@@ -282,3 +282,14 @@ func tableColumns(ctx context.Context, tx *sql.Tx, table string) (map[string]boo
 	}
 	return have, rows.Err()
 }
+
+// SchemaVersion is the number of inbox migrations the file has had: the
+// version `hookgate migrate` reports.
+func (s *Store) SchemaVersion(ctx context.Context) (int, error) {
+	var v int
+	err := s.db.QueryRowContext(ctx, `SELECT version FROM schema_versions WHERE name = ?`, inboxTables).Scan(&v)
+	if err != nil {
+		return 0, fmt.Errorf("inbox: schema version: %w", err)
+	}
+	return v, nil
+}
