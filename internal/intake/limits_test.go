@@ -243,3 +243,32 @@ func TestPendingBodyBudgetGivenBackOnErrors(t *testing.T) {
 		}
 	}
 }
+
+// /readyz answers within a second whatever Ready does: a check that hangs
+// (a hung database; this one ignores its context) is not ready, and the
+// probes that come while it hangs do not wait for it either.
+func TestReadyzAnswersWhileReadyHangs(t *testing.T) {
+	t.Parallel()
+	c := intake.NewCommitter(openStore(t), intake.CommitterOptions{})
+	defer c.Close()
+	hang := make(chan struct{})
+	srv := httptest.NewServer(intake.NewHandler(intake.Options{Committer: c,
+		Ready: func(context.Context) error {
+			<-hang
+			return nil
+		}}))
+	defer srv.Close()
+	defer close(hang) // before the server closes: it waits for its handlers
+	// Far above the one second: a probe that outlives it waited for the check.
+	probe := &http.Client{Timeout: 5 * time.Second}
+	for range 3 {
+		resp, err := probe.Get(srv.URL + "/readyz")
+		if err != nil {
+			t.Fatalf("/readyz while the check hangs: %v", err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusServiceUnavailable {
+			t.Fatalf("/readyz while the check hangs: %d, want 503", resp.StatusCode)
+		}
+	}
+}
