@@ -89,16 +89,26 @@ func readyzURL(target, path string) (string, error) {
 			return "", err
 		}
 	}
-	host, port, err := net.SplitHostPort(cfg.Listen)
+	base, err := listenBase(cfg.Listen)
 	if err != nil {
-		return "", fmt.Errorf("healthcheck: listen %q: %w", cfg.Listen, err)
+		return "", err
 	}
-	// A gateway listening on every interface answers on loopback.
+	return base + "/readyz", nil
+}
+
+// listenBase is the base URL at which a gateway listening on the address
+// listen answers on this machine: on loopback for an address on every
+// interface.
+func listenBase(listen string) (string, error) {
+	host, port, err := net.SplitHostPort(listen)
+	if err != nil {
+		return "", fmt.Errorf("listen %q: %w", listen, err)
+	}
 	switch ip := net.ParseIP(host); {
 	case host == "", ip != nil && ip.IsUnspecified() && ip.To4() != nil:
 		host = "127.0.0.1"
 	case ip != nil && ip.IsUnspecified():
 		host = "::1"
 	}
-	return "http://" + net.JoinHostPort(host, port) + "/readyz", nil
+	return "http://" + net.JoinHostPort(host, port), nil
 }

@@ -1,13 +1,16 @@
 package cli
 
 import (
+	"cmp"
 	"context"
+	"crypto/rand"
 	"fmt"
 	"io"
 	"net/http"
 	"net/url"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/hookgate/hookgate/internal/config"
 	"github.com/hookgate/hookgate/internal/source"
@@ -27,17 +30,31 @@ func runSign(ctx context.Context, args []string, std IO) error {
 	fs := newFlags(doc{
 		name: "sign",
 		text: `Sign a request body, read from stdin, as the provider would, and print
-the signed headers and a curl line that sends it to hookgate. Use it to
-try a source without the provider.`,
+the headers it sends and a curl line that sends it to hookgate. Use it to
+try a source without the provider. With --config (and --source when it
+has several), the source's provider, secrets and URL come from the
+config; without, --provider and its secrets are given and the URL is the
+demo source's, as 'hookgate serve' without a config serves it.
+
+Besides the signature, the headers the provider sends are set: a fresh
+webhook-id (standard), X-GitHub-Delivery and X-GitHub-Event (github),
+X-Shopify-Webhook-Id, -Event-Id, -Topic, -Shop-Domain, -Triggered-At and
+-API-Version (shopify), SOAPAction (salesforce). -H sets any header,
+these included.`,
 		examples: []string{
 			`sign --provider standard --secret whsec_… < event.json`,
+			`sign --config hookgate.yaml --source gh --event push < push.json`,
 			`sign --provider github --secret s3cret --url http://127.0.0.1:8080/in/gh -H "X-GitHub-Delivery: 1" < push.json`,
 		},
 	}, std)
 	var sc config.Source
+	configPath := fs.String("config", "", "config `FILE` to take the source from (its secrets must be set)")
+	name := fs.String("source", "", "the config's source `NAME` to sign for (default: its only one)")
 	secret := fs.String("secret", "", "signing secret (standard: whsec_...)")
 	token := fs.String("token", "", "URL token (salesforce, shippo)")
-	target := fs.String("url", "", "the URL the request goes to (default http://127.0.0.1:8080/in/<provider>)")
+	target := fs.String("url", "", "the `URL` the request goes to (default: the source's URL, or the demo source's http://"+config.DefaultListen+"/in/demo)")
+	event := fs.String("event", "", "the event `TYPE` the provider names in a header: X-GitHub-Event (default ping), X-Shopify-Topic (default orders/create)")
+	tenant := fs.String("tenant", "", "the `TENANT`: the URL's last segment for a source whose tenant is the path; X-Shopify-Shop-Domain for shopify (default example.myshopify.com)")
 	var sig config.Signature
 	var headers headerFlags
 	fs.StringVar(&sc.Provider, "provider", "", "provider: standard|stripe|github|shopify|hubspot|salesforce|shippo|hmac")
@@ -50,17 +67,41 @@ try a source without the provider.`,
 	if err := fs.parse(args, false); err != nil {
 		return err
 	}
-	if sc.Provider == "" {
-		return usagef("sign: --provider is required")
-	}
-	sc.Name = sc.Provider
-	sc.Secret = config.NewSecret(*secret)
-	sc.Token = config.NewSecret(*token)
-	if sc.Provider == config.ProviderHMAC {
-		sc.Signature = &sig
+	base := "http://" + config.DefaultListen
+	switch {
+	case *configPath != "":
+		if sc.Provider != "" || *secret != "" || *token != "" || sc.OrganizationID != "" || sig.Header != "" {
+			return usagef("sign: --config takes the provider and its secrets from the source; drop --provider, --secret, --token, --organization-id and --header")
+		}
+		cfg, err := config.Load(*configPath)
+		if err != nil {
+			return err
+		}
+		src, err := configSource(cfg, *name)
+		if err != nil {
+			return err
+		}
+		sc = *src
+		if base, err = listenBase(cfg.Listen); err != nil {
+			return err
+		}
+	case *name != "":
+		return usagef("sign: --source names a source of --config; give --config")
+	case sc.Provider == "":
+		return usagef("sign: --provider is required without --config")
+	default:
+		sc.Name = demoSource("").Name
+		sc.Secret = config.NewSecret(*secret)
+		sc.Token = config.NewSecret(*token)
+		if sc.Provider == config.ProviderHMAC {
+			sc.Signature = &sig
+		}
 	}
 	if *target == "" {
-		*target = "http://127.0.0.1:8080/in/" + sc.Provider
+		*target = base + "/in/" + sc.Name
+		if sc.Tenant == string(config.SelectPath) && *tenant != "" {
+			*target += "/" + url.PathEscape(*tenant)
+		}
 	}
 	u, err := url.Parse(*target)
 	if err != nil || u.Host == "" {
@@ -79,6 +120,10 @@ try a source without the provider.`,
 		return err
 	}
 	req.Header.Set("Content-Type", contentType(sc.Provider))
+	sent := providerHeaders(sc.Provider, *event, *tenant, time.Now())
+	for _, name := range sortedHeaders(sent) {
+		req.Header[name] = sent[name]
+	}
 	for _, h := range headers {
 		name, value, ok := strings.Cut(h, ":")
 		if !ok {
@@ -94,6 +139,64 @@ try a source without the provider.`,
 	}
 	fmt.Fprintf(std.Stdout, "\n%s\n", curlLine(req, string(body)))
 	return nil
+}
+
+// configSource is the source of cfg called name, or its only source when
+// name is empty.
+func configSource(cfg config.Config, name string) (*config.Source, error) {
+	names := make([]string, len(cfg.Sources))
+	for i, s := range cfg.Sources {
+		names[i] = s.Name
+	}
+	if name == "" {
+		if len(cfg.Sources) != 1 {
+			return nil, usagef("sign: the config has %d sources (%s): name one with --source", len(cfg.Sources), strings.Join(names, ", "))
+		}
+		return &cfg.Sources[0], nil
+	}
+	src, ok := cfg.Source(name)
+	if !ok {
+		return nil, usagef("sign: the config has no source %q (it has %s)", name, strings.Join(names, ", "))
+	}
+	return src, nil
+}
+
+// providerHeaders are the headers, other than the signature's, that the
+// provider sends with every delivery and that its preset reads: the
+// delivery's id, the event's type, the shop. Each id is fresh, so that
+// every signed request is a new event.
+func providerHeaders(provider, event, tenant string, now time.Time) http.Header {
+	h := http.Header{}
+	switch provider {
+	case config.ProviderGitHub:
+		h.Set("X-GitHub-Delivery", newUUID())
+		h.Set("X-GitHub-Event", cmp.Or(event, "ping"))
+	case config.ProviderShopify:
+		h.Set("X-Shopify-Webhook-Id", newUUID())
+		h.Set("X-Shopify-Event-Id", newUUID())
+		h.Set("X-Shopify-Topic", cmp.Or(event, "orders/create"))
+		h.Set("X-Shopify-Shop-Domain", cmp.Or(tenant, "example.myshopify.com"))
+		h.Set("X-Shopify-Triggered-At", now.UTC().Format(time.RFC3339Nano))
+		h.Set("X-Shopify-API-Version", shopifyAPIVersion)
+	case config.ProviderSalesforce:
+		// Outbound messages carry an empty SOAP action.
+		h.Set("SOAPAction", `""`)
+	}
+	return h
+}
+
+// shopifyAPIVersion is the API version sign's Shopify requests name; the
+// preset keeps it with the event and reads nothing from it.
+const shopifyAPIVersion = "2025-10"
+
+// newUUID returns a random (version 4) UUID, the form of GitHub's and
+// Shopify's delivery ids.
+func newUUID() string {
+	var b [16]byte
+	rand.Read(b[:])
+	b[6] = b[6]&0x0f | 0x40
+	b[8] = b[8]&0x3f | 0x80
+	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:])
 }
 
 func contentType(provider string) string {
