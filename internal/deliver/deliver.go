@@ -8,6 +8,7 @@ import (
 	"io"
 	"math"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -145,7 +146,7 @@ func (c *Client) deliver(ctx context.Context, d Destination, m Message) Outcome 
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, d.URL, bytes.NewReader(m.Payload))
 	if err != nil {
-		return Outcome{Err: fmt.Errorf("deliver to %s: %w", d.Name, err)}
+		return Outcome{Err: fmt.Errorf("deliver to %s: %w", d.Name, redactError(err, d.URL))}
 	}
 	ct := m.ContentType
 	if ct == "" {
@@ -175,7 +176,7 @@ func (c *Client) deliver(ctx context.Context, d Destination, m Message) Outcome 
 		// Timeouts, refused and reset connections: the destination may
 		// come back; a context the caller cancelled is retried too, as the
 		// event was not delivered.
-		return Outcome{Retryable: true, Err: fmt.Errorf("deliver to %s: %w", d.Name, err)}
+		return Outcome{Retryable: true, Err: fmt.Errorf("deliver to %s: %w", d.Name, redactError(err, d.URL))}
 	}
 	defer resp.Body.Close()
 	head, _ := io.ReadAll(io.LimitReader(resp.Body, bodySize))
@@ -185,7 +186,7 @@ func (c *Client) deliver(ctx context.Context, d Destination, m Message) Outcome 
 	// A body cut at bodySize may end in the middle of a character, which
 	// is not the destination's fault; a shorter one is whole.
 	cut := len(head) == bodySize
-	out := Outcome{Code: resp.StatusCode, Body: text(head, bodySize, cut)}
+	out := Outcome{Code: resp.StatusCode, Body: scrub(text(head, bodySize, cut), req.URL)}
 	switch {
 	case resp.StatusCode >= 200 && resp.StatusCode < 300:
 		out.Delivered = true
@@ -198,7 +199,7 @@ func (c *Client) deliver(ctx context.Context, d Destination, m Message) Outcome 
 	out.Retryable = Retryable(resp.StatusCode)
 	out.RetryAfter = RetryAfter(resp.Header.Get("Retry-After"), c.now())
 	msg := fmt.Sprintf("deliver to %s: HTTP %d", d.Name, resp.StatusCode)
-	if s := strings.TrimSpace(text(head, snippetSize, cut || len(head) > snippetSize)); s != "" {
+	if s := strings.TrimSpace(scrub(text(head, snippetSize, cut || len(head) > snippetSize), req.URL)); s != "" {
 		msg += ": " + s
 	}
 	out.Err = errors.New(msg)
@@ -206,16 +207,66 @@ func (c *Client) deliver(ctx context.Context, d Destination, m Message) Outcome 
 }
 
 // location is a redirect's target for an error message: resolved against
-// the request's URL, without a password, quoted and capped.
+// the request's URL, shown as Redact shows a destination (a redirect
+// often keeps the path and its token), quoted and capped.
 func location(resp *http.Response) string {
-	loc := resp.Header.Get("Location")
+	loc := redacted
 	if u, err := resp.Location(); err == nil {
-		loc = u.Redacted()
+		loc = Redact(u.String())
 	}
 	if len(loc) > locationSize {
 		return strconv.Quote(loc[:locationSize]) + "..."
 	}
 	return strconv.Quote(loc)
+}
+
+// redacted stands for a URL that Redact cannot read: never the text
+// itself, which may hold a token anywhere.
+const redacted = "(unreadable URL)"
+
+// Redact returns how a destination's URL is shown anywhere outside the
+// configuration: scheme://host[:port]. Tokens live in the userinfo, the
+// path (Slack's /services/T…/B…/secret), the query and the fragment, so
+// none of them is kept. A URL without a scheme and a host gives a fixed
+// placeholder.
+func Redact(rawURL string) string {
+	u, err := url.Parse(rawURL)
+	if err != nil || u.Scheme == "" || u.Host == "" {
+		return redacted
+	}
+	return u.Scheme + "://" + u.Host
+}
+
+// redactError rewrites the URL that net/http's errors quote (in full but
+// for the password) as Redact shows it.
+func redactError(err error, rawURL string) error {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		ue.URL = Redact(rawURL)
+	}
+	return err
+}
+
+// scrub removes from s, a destination's answer, the parts of its URL u
+// that Redact leaves out, as a destination that quotes its request
+// ("Cannot POST /services/…") would show them in the attempt log. Each is
+// replaced by something no longer, so s stays within its bound.
+func scrub(s string, u *url.URL) string {
+	s = strings.ReplaceAll(s, u.String(), Redact(u.String()))
+	parts := []string{u.RequestURI(), u.EscapedPath(), u.Path, u.RawQuery}
+	if u.User != nil {
+		parts = append(parts, u.User.String())
+		if p, ok := u.User.Password(); ok {
+			parts = append(parts, p)
+		}
+	}
+	for _, p := range parts {
+		// A shorter part ("/", "/x") hides nothing and would garble s.
+		if len(p) >= len("…") {
+			s = strings.ReplaceAll(s, p, "…")
+		}
+	}
+	return s
 }
 
 // text returns the start of b, at most n bytes, as text that is safe to
