@@ -254,6 +254,9 @@ func redactError(err error, rawURL string) error {
 func scrub(s string, u *url.URL) string {
 	s = strings.ReplaceAll(s, u.String(), Redact(u.String()))
 	parts := []string{u.RequestURI(), u.EscapedPath(), u.Path, u.RawQuery}
+	for _, vs := range u.Query() {
+		parts = append(parts, vs...)
+	}
 	if u.User != nil {
 		parts = append(parts, u.User.String())
 		if p, ok := u.User.Password(); ok {

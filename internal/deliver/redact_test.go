@@ -49,7 +49,7 @@ func TestOutcomeShowsNoURLSecrets(t *testing.T) {
 	l.Close()
 	echo, _ := destination(t, func(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusInternalServerError)
-		w.Write([]byte("Cannot POST " + r.RequestURI + " (" + r.URL.Path + ", " + r.URL.RawQuery + ")"))
+		w.Write([]byte("Cannot POST " + r.RequestURI + " (" + r.URL.Path + ", " + r.URL.RawQuery + ", " + r.URL.Query().Get("token") + ")"))
 	})
 	moved, _ := destination(t, func(w http.ResponseWriter, r *http.Request) {
 		redirect(http.StatusMovedPermanently, "http://user:PASSWORDSECRET@"+r.Host+r.RequestURI)(w, r)
