@@ -211,7 +211,10 @@ type Source struct {
 	// hubspot, salesforce, shippo or hmac.
 	Provider string `yaml:"provider"`
 	// Secret is the signing secret; required by every provider but
-	// salesforce (none) and shippo (a secret, a token or both).
+	// salesforce (none) and shippo (a secret, a token or both). A list of
+	// at most [MaxSecrets] (the new secret first) accepts a request signed
+	// with any of them, so that a secret can be rotated without refusing
+	// the sender while it and hookgate change over.
 	Secret Secret `yaml:"secret,omitempty"`
 	// Token is the ?token= URL parameter of salesforce and shippo; optional.
 	Token Secret `yaml:"token,omitempty"`
@@ -270,6 +273,10 @@ type Metrics struct {
 	// Token is the bearer token /metrics requires (Authorization: Bearer
 	// TOKEN); unset, /metrics is open to whoever reaches its listener.
 	Token Secret `yaml:"token,omitempty"`
+	// Public serves /metrics on the public listener without a token.
+	// /metrics names every source and destination, so without
+	// admin.listen, a token or this, it is not served at all.
+	Public bool `yaml:"public,omitempty"`
 }
 
 // Destination is an endpoint that a source's events are delivered to, with
@@ -435,6 +442,10 @@ func parse(data []byte, dir string, lookupEnv func(string) (string, bool)) (Conf
 
 	var errs []*FieldError
 	resolve := func(field string, s *Secret) {
+		if s.IsList() {
+			errs = append(errs, &FieldError{Field: field, Err: fmt.Errorf("%w: takes one secret, not a list", ErrSecret)})
+			return
+		}
 		if err := s.resolve(lookupEnv); err != nil {
 			errs = append(errs, &FieldError{Field: field, Err: err})
 		}
@@ -443,7 +454,11 @@ func parse(data []byte, dir string, lookupEnv func(string) (string, bool)) (Conf
 	resolve("metrics.token", &cfg.Metrics.Token)
 	for i := range cfg.Sources {
 		s := &cfg.Sources[i]
-		resolve(fmt.Sprintf("sources[%d].secret", i), &s.Secret)
+		s.Secret.resolveList(fmt.Sprintf("sources[%d].secret", i), func(field string, e *Secret) {
+			if err := e.resolve(lookupEnv); err != nil {
+				errs = append(errs, &FieldError{Field: field, Err: err})
+			}
+		})
 		resolve(fmt.Sprintf("sources[%d].token", i), &s.Token)
 		for j := range s.Destinations {
 			d := &s.Destinations[j]

@@ -11,14 +11,52 @@ import (
 // redacted is how every formatter prints a set [Secret].
 const redacted = "****"
 
+// MaxSecrets is how many secrets a source's secret list may hold: the
+// current one and those still accepted while a rotation goes on.
+const MaxSecrets = 5
+
 // Secret is a credential. In YAML it is a reference, "env:NAME" or
 // "file:PATH", never the value itself; [Parse] reads the value once. Every
 // printed form (String, GoString, YAML, text, and so JSON and log/slog) is
 // "****"; only [Secret.Value] gives the value.
+//
+// A source's secret may also be a list of references, so that a sender
+// signing with a new secret and one still signing with the old are both
+// accepted while the secret rotates: the Secret is then the list's first
+// element and [Secret.All] gives every element. Every other field that
+// holds a Secret takes one reference, and [Parse] refuses a list there.
 type Secret struct {
 	ref   string
 	value string
+	// rest holds the list's elements after the first; nil for a single
+	// secret. Its elements never have a rest of their own.
+	rest []Secret
 }
+
+// NewSecrets returns a secret list holding values directly, for
+// configurations built in code; the first is the Secret's own value.
+func NewSecrets(values ...string) Secret {
+	if len(values) == 0 {
+		return Secret{}
+	}
+	s := NewSecret(values[0])
+	for _, v := range values[1:] {
+		s.rest = append(s.rest, NewSecret(v))
+	}
+	return s
+}
+
+// All returns the secret's elements in order: the secret itself alone, or
+// every element of a list. An unset secret gives one unset element.
+func (s Secret) All() []Secret {
+	first := s
+	first.rest = nil
+	return append([]Secret{first}, s.rest...)
+}
+
+// IsList reports whether the secret was given as a list (of any length),
+// rather than as one reference.
+func (s Secret) IsList() bool { return s.rest != nil }
 
 // NewSecret returns a secret holding value directly, for configurations
 // built in code.
@@ -36,12 +74,16 @@ func (s Secret) Ref() string { return s.ref }
 // IsZero reports whether the secret is unset: no reference and no value.
 func (s Secret) IsZero() bool { return s.ref == "" && s.value == "" }
 
-// String returns "****" for a set secret and "" for an unset one.
+// String returns "****" for a set secret and "" for an unset one; a list
+// prints one "****" per element, comma-separated.
 func (s Secret) String() string {
 	if s.IsZero() {
 		return ""
 	}
-	return redacted
+	if s.rest == nil {
+		return redacted
+	}
+	return strings.Repeat(redacted+",", len(s.rest)) + redacted
 }
 
 // GoString keeps %#v from printing the value.
@@ -50,13 +92,48 @@ func (s Secret) GoString() string { return "config.Secret(" + s.String() + ")" }
 // MarshalText keeps encoding/json and log/slog from printing the value.
 func (s Secret) MarshalText() ([]byte, error) { return []byte(s.String()), nil }
 
-// MarshalYAML writes "****".
-func (s Secret) MarshalYAML() (any, error) { return s.String(), nil }
+// MarshalYAML writes "****", or a list with one "****" per element.
+func (s Secret) MarshalYAML() (any, error) {
+	if s.rest == nil {
+		return s.String(), nil
+	}
+	masked := make([]string, 1+len(s.rest))
+	for i := range masked {
+		masked[i] = redacted
+	}
+	return masked, nil
+}
 
-// UnmarshalYAML reads a reference, "env:NAME" or "file:PATH". The error for
-// anything else does not repeat the value, which may be a pasted secret.
+// UnmarshalYAML reads a reference, "env:NAME" or "file:PATH", or a list of
+// them. The error for anything else names the element and does not repeat
+// the value, which may be a pasted secret.
 func (s *Secret) UnmarshalYAML(n *yaml.Node) error {
-	if n.Kind != yaml.ScalarNode || checkSecretRef(n.Value) != nil {
+	if n.Kind == yaml.ScalarNode {
+		return s.unmarshalRef(n)
+	}
+	if n.Kind != yaml.SequenceNode {
+		return typeError(n, "a secret must be env:NAME or file:PATH, or a list of them (the value is not shown)")
+	}
+	if len(n.Content) == 0 {
+		return typeError(n, "a secret list needs at least one env:NAME or file:PATH")
+	}
+	elems := make([]Secret, len(n.Content))
+	for i, e := range n.Content {
+		if e.Kind != yaml.ScalarNode {
+			return typeError(e, fmt.Sprintf("secret[%d]: must be env:NAME or file:PATH (the value is not shown)", i))
+		}
+		if err := elems[i].unmarshalRef(e); err != nil {
+			return typeError(e, fmt.Sprintf("secret[%d]: must be env:NAME or file:PATH (the value is not shown)", i))
+		}
+	}
+	*s = elems[0]
+	s.rest = elems[1:]
+	return nil
+}
+
+// unmarshalRef reads one reference.
+func (s *Secret) unmarshalRef(n *yaml.Node) error {
+	if checkSecretRef(n.Value) != nil {
 		return typeError(n, "a secret must be env:NAME or file:PATH (the value is not shown)")
 	}
 	*s = Secret{ref: n.Value}
@@ -113,6 +190,22 @@ func (s *Secret) resolve(lookupEnv func(string) (string, bool)) error {
 	}
 	s.value = v
 	return nil
+}
+
+// resolveList resolves each element of a secret list with fn, naming the
+// element field[i] (field alone for a single secret).
+func (s *Secret) resolveList(field string, fn func(field string, e *Secret)) {
+	if s.rest == nil {
+		fn(field, s)
+		return
+	}
+	rest := s.rest
+	s.rest = nil
+	fn(field+"[0]", s)
+	for i := range rest {
+		fn(fmt.Sprintf("%s[%d]", field, i+1), &rest[i])
+	}
+	s.rest = rest
 }
 
 // HeaderValue is the value of a destination's static request header. In

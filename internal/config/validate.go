@@ -269,6 +269,7 @@ func (s Source) check() []*FieldError {
 	case p != ProviderSalesforce && p != ProviderShippo && known && s.Secret.IsZero():
 		add("secret", "required for provider %s (env:NAME or file:PATH)", p)
 	}
+	errs = append(errs, checkSecretList(s.Secret)...)
 	if !s.Token.IsZero() && p != ProviderSalesforce && p != ProviderShippo {
 		add("token", "only for providers salesforce and shippo")
 	}
@@ -465,6 +466,36 @@ func validHeaderValue(v string) bool {
 		}
 	}
 	return true
+}
+
+// checkSecretList checks a source's secret list: at most [MaxSecrets],
+// every element set, no reference twice (a copy would keep an index that
+// can never count a request, and rotating would look unfinished).
+func checkSecretList(sec Secret) []*FieldError {
+	if !sec.IsList() {
+		return nil
+	}
+	var errs []*FieldError
+	all := sec.All()
+	if len(all) > MaxSecrets {
+		errs = append(errs, &FieldError{Field: "secret", Err: fmt.Errorf("%w: %d secrets, at most %d", ErrSecret, len(all), MaxSecrets)})
+	}
+	seen := map[string]int{}
+	for i, e := range all {
+		field := fmt.Sprintf("secret[%d]", i)
+		if e.IsZero() {
+			errs = append(errs, &FieldError{Field: field, Err: fmt.Errorf("%w: empty", ErrSecret)})
+			continue
+		}
+		if e.Ref() == "" {
+			continue
+		}
+		if j, ok := seen[e.Ref()]; ok {
+			errs = append(errs, &FieldError{Field: field, Err: fmt.Errorf("%w: %s is secret[%d] again", ErrSecret, e.Ref(), j)})
+		}
+		seen[e.Ref()] = i
+	}
+	return errs
 }
 
 // validWebhookSecret reports whether v is a Standard Webhooks key: base64,
