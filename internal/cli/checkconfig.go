@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/hookgate/hookgate/internal/deliver"
 	"github.com/hookgate/hookgate/internal/source"
 )
 
@@ -32,6 +33,14 @@ configuration with every secret masked.`,
 	for _, sc := range cfg.Sources {
 		if _, err := source.New(sc, cfg.Dedupe); err != nil {
 			return fmt.Errorf("source %s: %w", sc.Name, err)
+		}
+	}
+	// A destination's URL may carry tokens in its userinfo, path or
+	// query; it is shown as everywhere else, scheme and host only.
+	for i := range cfg.Sources {
+		for j := range cfg.Sources[i].Destinations {
+			d := &cfg.Sources[i].Destinations[j]
+			d.URL = deliver.Redact(d.URL)
 		}
 	}
 	out, err := cfg.Redacted()

@@ -2,11 +2,11 @@ package console
 
 import (
 	"net/http"
-	"net/url"
 	"strings"
 	"time"
 
 	"github.com/hookgate/hookgate/internal/config"
+	"github.com/hookgate/hookgate/internal/deliver"
 	"github.com/hookgate/hookgate/internal/inbox"
 )
 
@@ -39,7 +39,7 @@ type sourceInfo struct {
 	Window      time.Duration
 	ReplayGuard string
 	// Destinations are the destinations' names and hosts (a URL may carry
-	// a credential in its query, so only its host is shown).
+	// a credential in its userinfo, path or query: deliver.Redact).
 	Destinations []destinationInfo
 	// Last is the newest event received; zero when none is stored.
 	Last time.Time
@@ -78,10 +78,7 @@ func (c *console) sourcesPage(w http.ResponseWriter, r *http.Request, sess *sess
 			info.ReplayGuard = s.DefaultReplayGuard()
 		}
 		for _, d := range s.Destinations {
-			di := destinationInfo{Name: d.Name, On: d.On}
-			if u, err := url.Parse(d.URL); err == nil {
-				di.Host = u.Scheme + "://" + u.Host
-			}
+			di := destinationInfo{Name: d.Name, On: d.On, Host: deliver.Redact(d.URL)}
 			info.Destinations = append(info.Destinations, di)
 		}
 		last, err := c.store.List(r.Context(), inbox.Filter{Source: s.Name, Limit: 1})
