@@ -97,6 +97,9 @@ type Handler struct {
 // series, resolved once so that a request does not look up its labels.
 type receivedCounters struct {
 	accepted, duplicate, unauthenticated, invalid, storeError prometheus.Counter
+	// verified counts the requests each secret of the source's list
+	// authenticated, by its index.
+	verified []prometheus.Counter
 }
 
 // NewHandler builds the intake handler.
@@ -140,6 +143,10 @@ func NewHandler(opts Options) *Handler {
 			unauthenticated: c.WithLabelValues(metrics.ReceivedUnauthenticated),
 			invalid:         c.WithLabelValues(metrics.ReceivedInvalid),
 			storeError:      c.WithLabelValues(metrics.ReceivedStoreError),
+		}
+		for i := range s.Secrets {
+			h.received[s.Name].verified = append(h.received[s.Name].verified,
+				h.metrics.Verified.WithLabelValues(s.Name, strconv.Itoa(i)))
 		}
 	}
 	h.mux.HandleFunc("POST /in/{source}", h.intake)
@@ -361,11 +368,12 @@ func (h *Handler) accept(w http.ResponseWriter, r *http.Request, src *source.Sou
 		}
 		return 0, Response{}, &requestError{status: http.StatusBadRequest, msg: "reading body: " + err.Error(), err: err}
 	}
-	err = src.Authenticate(r, body)
+	secret, err := src.Authenticate(r, body)
 	release()
 	if err != nil {
 		return 0, Response{}, &requestError{status: http.StatusUnauthorized, msg: err.Error(), err: err}
 	}
+	h.received[src.Name].verified[secret].Inc()
 	tenant := r.PathValue("tenant")
 	events, err := src.Events(r, body, tenant)
 	if err != nil {

@@ -67,6 +67,12 @@ type Metrics struct {
 	// Received is hookgate_events_received_total{source,outcome}, outcome
 	// one of the Received* constants.
 	Received *prometheus.CounterVec
+	// Verified is hookgate_verified_total{source,secret}: requests
+	// authenticated, by the index in the source's secret list ("0", "1",
+	// ...) of the secret that verified them, so that an operator rotating
+	// a secret sees when the old one is no longer used. Intake exports
+	// every index of every source from the start, at 0.
+	Verified *prometheus.CounterVec
 	// Busy is hookgate_busy_total{reason}: requests answered 503 before
 	// authentication, by the Busy* constant that says which limit fired.
 	// Every reason is exported from the start, at 0.
@@ -103,6 +109,10 @@ func New() *Metrics {
 			Name: "hookgate_events_received_total",
 			Help: "Events received by intake, by source and outcome (accepted, duplicate, unauthenticated, invalid, store_error).",
 		}, []string{"source", "outcome"}),
+		Verified: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "hookgate_verified_total",
+			Help: "Requests authenticated, by source and by the index in its secret list of the secret that verified them.",
+		}, []string{"source", "secret"}),
 		Busy: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "hookgate_busy_total",
 			Help: "Requests answered 503 before authentication, by reason (connections, pending_body, not_ready).",
@@ -143,7 +153,7 @@ func New() *Metrics {
 	m.Registry.MustRegister(
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-		m.Received, m.Busy, m.IdleClosed, m.DedupeSeconds, m.Deliveries, m.DeliverySeconds, m.DeadEvents, m.LeasesLost,
+		m.Received, m.Verified, m.Busy, m.IdleClosed, m.DedupeSeconds, m.Deliveries, m.DeliverySeconds, m.DeadEvents, m.LeasesLost,
 		m.inbox,
 	)
 	return m

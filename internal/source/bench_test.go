@@ -58,7 +58,7 @@ func BenchmarkSalesforceTinyElements(b *testing.B) {
 	b.SetBytes(int64(len(body)))
 	b.ReportAllocs()
 	for b.Loop() {
-		if err := s.Authenticate(r, body); err != nil {
+		if _, err := s.Authenticate(r, body); err != nil {
 			continue
 		}
 		s.Events(r, body, "")

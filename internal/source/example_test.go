@@ -30,7 +30,7 @@ func ExampleSource_Events() {
 		return
 	}
 
-	if err := src.Authenticate(r, body); err != nil {
+	if _, err := src.Authenticate(r, body); err != nil {
 		fmt.Println("401:", err)
 		return
 	}

@@ -49,8 +49,12 @@ type Source struct {
 	// already accepted is a duplicate, whatever its unsigned parts say:
 	// [Source.Digest] names the signed content.
 	ReplayGuard bool
+	// Secrets is how many secrets the source accepts (1 unless its
+	// configured secret is a list); [Source.Authenticate] says which one
+	// verified a request by its index, 0 to Secrets-1.
+	Secrets int
 
-	verifier  verifier
+	verifier  *verify.Any
 	format    format
 	key       []selector
 	scope     [2]selector
@@ -134,6 +138,7 @@ func New(cfg config.Source, defaults config.Dedupe, opts ...verify.Option) (*Sou
 	if s.verifier, err = newVerifier(cfg, opts); err != nil {
 		return nil, fmt.Errorf("source %q: %w", cfg.Name, err)
 	}
+	s.Secrets = s.verifier.Len()
 	guard := cfg.ReplayGuard
 	if guard == "" {
 		guard = cfg.DefaultReplayGuard()
@@ -212,19 +217,25 @@ func (s *Source) selectors() []selector {
 	return all
 }
 
-// verifier is what a source needs of its provider's scheme.
-type verifier interface {
-	verify.Verifier
-	verify.Signer
-	verify.Digester
-}
-
-// newVerifier builds the provider's verifier.
-func newVerifier(cfg config.Source, opts []verify.Option) (verifier, error) {
+// newVerifier builds the provider's verifier: one per secret of the
+// configured list, any of which may verify a request.
+func newVerifier(cfg config.Source, opts []verify.Option) (*verify.Any, error) {
 	if cfg.PublicURL != "" {
 		opts = append([]verify.Option{verify.WithPublicURL(cfg.PublicURL)}, opts...)
 	}
-	secret := cfg.Secret.Value()
+	var schemes []verify.Scheme
+	for _, secret := range cfg.Secret.All() {
+		v, err := newScheme(cfg, secret.Value(), opts)
+		if err != nil {
+			return nil, err
+		}
+		schemes = append(schemes, v)
+	}
+	return verify.NewAny(schemes...)
+}
+
+// newScheme builds the provider's verifier with one secret.
+func newScheme(cfg config.Source, secret string, opts []verify.Option) (verify.Scheme, error) {
 	switch cfg.Provider {
 	case config.ProviderStandard:
 		return verify.NewStandard(secret, opts...)
@@ -254,16 +265,19 @@ func newVerifier(cfg config.Source, opts []verify.Option) (verifier, error) {
 // errNoVerifier is what Authenticate returns for a Source not built by New.
 var errNoVerifier = errors.New("source: no verifier (not built by source.New)")
 
-// Authenticate checks the request's signature, token or organization. Any
-// error means 401; a Source not built by [New] rejects everything.
-func (s *Source) Authenticate(r *http.Request, body []byte) error {
+// Authenticate checks the request's signature, token or organization, and
+// returns the index of the secret that verified it (0 for a source of one
+// secret). Any error means 401; a Source not built by [New] rejects
+// everything.
+func (s *Source) Authenticate(r *http.Request, body []byte) (secret int, err error) {
 	if s == nil || s.verifier == nil {
-		return errNoVerifier
+		return -1, errNoVerifier
 	}
-	if err := s.verifier.Verify(r, body); err != nil {
-		return fmt.Errorf("source %q: %w", s.Name, err)
+	secret, err = s.verifier.Match(r, body)
+	if err != nil {
+		return -1, fmt.Errorf("source %q: %w", s.Name, err)
 	}
-	return nil
+	return secret, nil
 }
 
 // Digest returns the replay guard's key for an authenticated request: a

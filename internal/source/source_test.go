@@ -241,7 +241,7 @@ func TestPresets(t *testing.T) {
 				url = "/in/" + s.Name
 			}
 			r := signedRequest(t, s, url, tt.body, tt.headers...)
-			if err := s.Authenticate(r, tt.body); err != nil {
+			if _, err := s.Authenticate(r, tt.body); err != nil {
 				t.Fatalf("Authenticate: %v", err)
 			}
 			events, err := s.Events(r, tt.body, tt.pathTenant)
@@ -302,7 +302,7 @@ func TestSalesforceSplit(t *testing.T) {
 	s := newTestSource(t, presetConfig(config.ProviderSalesforce))
 	body := fixture(t, "salesforce-three.xml")
 	r := newRequest("/in/sf", body, "Content-Type: text/xml; charset=utf-8", "SOAPAction: \"\"")
-	if err := s.Authenticate(r, body); err != nil {
+	if _, err := s.Authenticate(r, body); err != nil {
 		t.Fatalf("Authenticate: %v", err)
 	}
 	events, err := s.Events(r, body, "")
@@ -514,25 +514,25 @@ func TestAuthenticateFailsClosed(t *testing.T) {
 			other := newTestSource(t, otherCfg)
 			body := []byte(`{"id":"evt_1"}`)
 			forged := signedRequest(t, other, "https://hooks.example.com/in/x", body, "webhook-id: m1")
-			if err := s.Authenticate(forged, body); err == nil {
+			if _, err := s.Authenticate(forged, body); err == nil {
 				t.Error("a request signed with another secret authenticated")
 			}
-			if err := s.Authenticate(newRequest("https://hooks.example.com/in/x", body, "webhook-id: m1"), body); err == nil {
+			if _, err := s.Authenticate(newRequest("https://hooks.example.com/in/x", body, "webhook-id: m1"), body); err == nil {
 				t.Error("an unsigned request authenticated")
 			}
 			good := signedRequest(t, s, "https://hooks.example.com/in/x", body, "webhook-id: m1")
-			if err := s.Authenticate(good, []byte(`{"id":"evt_2"}`)); err == nil {
+			if _, err := s.Authenticate(good, []byte(`{"id":"evt_2"}`)); err == nil {
 				t.Error("a signed request with a changed body authenticated")
 			}
 		})
 	}
 	sf := newTestSource(t, presetConfig(config.ProviderSalesforce))
 	body := bytes.Replace(fixture(t, "salesforce-outbound.xml"), []byte(testOrg), []byte("00D5e000000ZzZzEAK"), 1)
-	if err := sf.Authenticate(newRequest("/in/sf", body), body); !errors.Is(err, verify.ErrMismatch) {
+	if _, err := sf.Authenticate(newRequest("/in/sf", body), body); !errors.Is(err, verify.ErrMismatch) {
 		t.Errorf("salesforce message of another organization: %v, want ErrMismatch", err)
 	}
 	var zero Source
-	if err := zero.Authenticate(newRequest("/in/x", nil), nil); err == nil {
+	if _, err := zero.Authenticate(newRequest("/in/x", nil), nil); err == nil {
 		t.Error("a Source not built by New authenticated")
 	}
 }

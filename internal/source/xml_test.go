@@ -32,7 +32,7 @@ func TestSalesforceTenantIsTheOrganization(t *testing.T) {
 	for _, org := range []string{testOrg, org15, " " + org15 + "\n"} {
 		body := outbound(org, sfNote)
 		r := newRequest("/in/sf", body)
-		if err := s.Authenticate(r, body); err != nil {
+		if _, err := s.Authenticate(r, body); err != nil {
 			t.Fatalf("org %q: Authenticate: %v", org, err)
 		}
 		events, err := s.Events(r, body, "")
@@ -67,7 +67,7 @@ func TestSalesforceLookAlikes(t *testing.T) {
 	body = []byte(strings.Replace(string(body), `<OrganizationId>`,
 		`<x:OrganizationId xmlns:x="urn:evil">00D5e000000ZzZzEAK</x:OrganizationId><OrganizationId>`, 1))
 	r := newRequest("/in/sf", body)
-	if err := s.Authenticate(r, body); err != nil {
+	if _, err := s.Authenticate(r, body); err != nil {
 		t.Fatalf("Authenticate: %v", err)
 	}
 	events, err := s.Events(r, body, "")
@@ -86,7 +86,7 @@ func TestSalesforceLookAlikes(t *testing.T) {
 	// A message whose only OrganizationId is a look-alike has none.
 	body = []byte(strings.Replace(string(outbound(testOrg, sfNote)), `<OrganizationId>`+testOrg+`</OrganizationId>`,
 		`<x:OrganizationId xmlns:x="urn:evil">`+testOrg+`</x:OrganizationId>`, 1))
-	if err := s.Authenticate(newRequest("/in/sf", body), body); !errors.Is(err, verify.ErrMissing) {
+	if _, err := s.Authenticate(newRequest("/in/sf", body), body); !errors.Is(err, verify.ErrMissing) {
 		t.Errorf("only a look-alike OrganizationId: Authenticate = %v, want ErrMissing", err)
 	}
 	if _, err := s.Events(newRequest("/in/sf", body), body, ""); !errors.Is(err, ErrMissing) {
