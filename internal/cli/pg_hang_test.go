@@ -3,6 +3,7 @@ package cli_test
 import (
 	"bytes"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"syscall"
 	"testing"
@@ -124,5 +125,63 @@ func TestNodeAnswersWhilePostgresHangs(t *testing.T) {
 	}
 	if st := <-answered; st == http.StatusAccepted {
 		t.Fatal("a request sent at SIGTERM while the database hangs: 202, want an error")
+	}
+}
+
+// A node whose database hangs while an attempt is in flight still exits
+// on SIGTERM: recording that attempt is a write like any other, bounded by
+// the lease once the shutdown begins. The destination holds the attempt
+// until the database hangs, so the record is always written to the hung
+// database.
+func TestShutdownRecordsAttemptsWithinTheLease(t *testing.T) {
+	t.Parallel()
+	if testing.Short() {
+		t.Skip("starts hookgate processes")
+	}
+	arrived := make(chan struct{}, 1)
+	release := make(chan struct{})
+	dest := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case arrived <- struct{}{}:
+		default:
+		}
+		select {
+		case <-release:
+		case <-r.Context().Done():
+		}
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	t.Cleanup(dest.Close)
+	t.Cleanup(func() {
+		select {
+		case <-release:
+		default:
+			close(release)
+		}
+	})
+	db := pgtest.New(t)
+	proxy, viaProxy := pgtest.NewProxy(t, db)
+	node := nodesOn(t, viaProxy, 1, dest.URL, "dedupe:\n  store_timeout: 2s\n")[0]
+	if st, err := send(t.Context(), http.DefaultClient, signer(t), node.addr, "msg_in_flight"); err != nil || st != http.StatusAccepted {
+		t.Fatalf("send: %d, %v; want 202", st, err)
+	}
+	select {
+	case <-arrived:
+	case <-time.After(30 * time.Second):
+		t.Fatal("waited 30s for the attempt to reach the destination")
+	}
+	proxy.Hang()
+	if err := node.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	close(release)
+	exited := make(chan error, 1)
+	go func() { exited <- node.cmd.Wait() }()
+	select {
+	case <-exited:
+	case <-time.After(time.Minute):
+		node.cmd.Process.Signal(syscall.SIGQUIT)
+		<-exited
+		t.Fatal("SIGTERM: the node recording an attempt to its hung database did not exit within a minute")
 	}
 }
