@@ -9,7 +9,9 @@ import (
 	"log/slog"
 	"net/http"
 	"strings"
+	"time"
 
+	"github.com/hookgate/hookgate/internal/guard"
 	"github.com/hookgate/hookgate/internal/inbox"
 )
 
@@ -32,8 +34,11 @@ type Options struct {
 	Store inbox.Store
 	// Token is the bearer token every request must carry; required.
 	Token string
-	// Logger receives the errors answered with 500; nil discards them.
+	// Logger receives the errors answered with 500 and the wrong tokens;
+	// nil discards them.
 	Logger *slog.Logger
+	// Now is the clock of the wrong-token limiter; nil means time.Now.
+	Now func() time.Time
 }
 
 // api holds the handlers' shared state.
@@ -63,16 +68,30 @@ func New(opts Options) (http.Handler, error) {
 	mux.Handle("/", a.route("", func(_ http.ResponseWriter, r *http.Request) error {
 		return &httpError{code: http.StatusNotFound, msg: "no such route: " + r.URL.Path}
 	}))
-	return RequireToken(opts.Token, mux), nil
+	lim := guard.New(guard.Options{What: "admin api", Logger: a.log, Now: opts.Now})
+	checked := RequireToken(opts.Token, lim, mux)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// Every answer is JSON; a browser must not read one as anything
+		// else (an event's payload is the sender's text).
+		w.Header().Set("X-Content-Type-Options", "nosniff")
+		checked.ServeHTTP(w, r)
+	}), nil
 }
 
 // RequireToken answers 401 to every request without "Authorization:
 // Bearer token" and passes the others to next. The tokens are compared as
 // SHA-256 digests in constant time, so neither the content nor the length
-// of the token leaks through timing.
-func RequireToken(token string, next http.Handler) http.Handler {
+// of the token leaks through timing. Wrong tokens are counted by lim: an
+// address it blocks is answered 429 with Retry-After, whatever token it
+// sends, so that guessing cannot go on.
+func RequireToken(token string, lim *guard.Limiter, next http.Handler) http.Handler {
 	want := sha256.Sum256([]byte(token))
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if d := lim.Blocked(r); d > 0 {
+			guard.Refuse(w, d)
+			writeError(w, http.StatusTooManyRequests, "too many wrong tokens from this address; try again after Retry-After seconds")
+			return
+		}
 		scheme, got, ok := strings.Cut(r.Header.Get("Authorization"), " ")
 		if !ok || !strings.EqualFold(scheme, "Bearer") {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="hookgate"`)
@@ -81,10 +100,12 @@ func RequireToken(token string, next http.Handler) http.Handler {
 		}
 		sum := sha256.Sum256([]byte(strings.TrimSpace(got)))
 		if subtle.ConstantTimeCompare(sum[:], want[:]) != 1 {
+			lim.Failed(r)
 			w.Header().Set("WWW-Authenticate", `Bearer realm="hookgate", error="invalid_token"`)
 			writeError(w, http.StatusUnauthorized, "invalid token")
 			return
 		}
+		lim.Succeeded(r)
 		next.ServeHTTP(w, r)
 	})
 }

@@ -24,7 +24,7 @@ import (
 	"github.com/hookgate/hookgate/internal/inbox/sqlite"
 )
 
-const token = "s3cret-admin-token"
+const token = "s3cret-admin-token-0123456789abcdef"
 
 // bundle is what a test works with: the API over a real SQLite inbox whose
 // clock the test moves.
@@ -225,7 +225,7 @@ func TestNewRefuses(t *testing.T) {
 func TestAuth(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	for _, c := range []struct {
+	for i, c := range []struct {
 		name, header, challenge string
 	}{
 		{"none", "", `Bearer realm="hookgate"`},
@@ -237,6 +237,9 @@ func TestAuth(t *testing.T) {
 	} {
 		for _, target := range []string{"/api/stats", "/api/nowhere"} {
 			req := httptest.NewRequest(http.MethodGet, target, nil)
+			// Each case from its own address: the wrong tokens of one
+			// address are limited (TestWrongTokensAreLimited).
+			req.RemoteAddr = "192.0.2." + strconv.Itoa(i+1) + ":1234"
 			if c.header != "" {
 				req.Header.Set("Authorization", c.header)
 			}

@@ -107,7 +107,7 @@ func New(opts Options) (http.Handler, error) {
 	if ttl <= 0 {
 		ttl = DefaultSessionTTL
 	}
-	c.sessions = newSessions(ttl, c.now)
+	c.sessions = newSessions(ttl, c.now, c.log)
 	maxTail := opts.MaxTail
 	if maxTail <= 0 {
 		maxTail = DefaultMaxTail

@@ -31,7 +31,7 @@ func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(m)
 }
 
-const token = "console-admin-token"
+const token = "console-admin-token-0123456789abcdef"
 
 // bundle is a console over a real SQLite inbox whose clock the test moves,
 // served on a real socket, and a browser-like client with a cookie jar.

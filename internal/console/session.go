@@ -5,12 +5,19 @@ import (
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/base64"
+	"log/slog"
 	"net/http"
 	"net/url"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/hookgate/hookgate/internal/guard"
 )
+
+// MaxSessions caps the open sign-ins: beyond it the oldest ends, so that
+// signing in over and over cannot fill the memory.
+const MaxSessions = 1000
 
 // Cookie names. The session cookie is scoped to /ui/; the sign-in cookie
 // to the sign-in form, whose POST it guards.
@@ -39,16 +46,19 @@ type session struct {
 }
 
 // sessions are the open sign-ins, by the digest of their cookie's id: a
-// dump of the map does not give the cookies.
+// dump of the map does not give the cookies. guard counts the wrong
+// tokens of the sign-in form.
 type sessions struct {
-	mu   sync.Mutex
-	byID map[[sha256.Size]byte]*session
-	ttl  time.Duration
-	now  func() time.Time
+	mu    sync.Mutex
+	byID  map[[sha256.Size]byte]*session
+	ttl   time.Duration
+	now   func() time.Time
+	guard *guard.Limiter
 }
 
-func newSessions(ttl time.Duration, now func() time.Time) *sessions {
-	return &sessions{byID: map[[sha256.Size]byte]*session{}, ttl: ttl, now: now}
+func newSessions(ttl time.Duration, now func() time.Time, log *slog.Logger) *sessions {
+	return &sessions{byID: map[[sha256.Size]byte]*session{}, ttl: ttl, now: now,
+		guard: guard.New(guard.Options{What: "console sign-in", Logger: log, Now: now})}
 }
 
 // randomToken returns 32 random bytes, base64url: unguessable ids and
@@ -59,17 +69,26 @@ func randomToken() string {
 	return base64.RawURLEncoding.EncodeToString(b)
 }
 
-// open starts a session and returns its id; expired sessions are dropped.
+// open starts a session and returns its id; expired sessions are dropped,
+// and the oldest (the first to expire) when MaxSessions are open.
 func (s *sessions) open() (string, *session) {
 	id := randomToken()
 	sess := &session{csrf: randomToken(), expires: s.now().Add(s.ttl)}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	now := s.now()
+	var oldest [sha256.Size]byte
+	var oldestExpires time.Time
 	for k, v := range s.byID {
-		if !now.Before(v.expires) {
+		switch {
+		case !now.Before(v.expires):
 			delete(s.byID, k)
+		case oldestExpires.IsZero() || v.expires.Before(oldestExpires):
+			oldest, oldestExpires = k, v.expires
 		}
+	}
+	if len(s.byID) >= MaxSessions {
+		delete(s.byID, oldest)
 	}
 	s.byID[sha256.Sum256([]byte(id))] = sess
 	return id, sess
@@ -177,9 +196,16 @@ func (c *console) login(w http.ResponseWriter, r *http.Request) error {
 	if err != nil || !sameToken(ck.Value, r.PostForm.Get("csrf")) {
 		return &httpError{code: http.StatusForbidden, msg: "the sign-in form is stale; reload it and try again"}
 	}
+	if d := c.sessions.guard.Blocked(r); d > 0 {
+		// Refused even with the right token, or the guessing would go on.
+		guard.Refuse(w, d)
+		return c.showLogin(w, r, http.StatusTooManyRequests, "Too many wrong tokens from this address; try again in "+d.Round(time.Second).String()+".")
+	}
 	if !c.token.matches(r.PostForm.Get("token")) {
+		c.sessions.guard.Failed(r)
 		return c.showLogin(w, r, http.StatusUnauthorized, "That is not the admin token.")
 	}
+	c.sessions.guard.Succeeded(r)
 	id, _ := c.sessions.open()
 	http.SetCookie(w, cookie(r, loginCookie, "", "/ui/login", -1))
 	http.SetCookie(w, cookie(r, sessionCookie, id, "/ui/", int(c.sessions.ttl/time.Second)))
