@@ -36,7 +36,8 @@ func frontNodes(t *testing.T, n int, redisURL string) (ps []*process, db string,
 		redisURL = redistest.URL()
 	}
 	db = pgtest.New(t)
-	extra := fmt.Sprintf("dedupe:\n  front: %q\n  front_prefix: %s\n", redisURL, prefix)
+	// The tests read hookgate_front_up from /metrics.
+	extra := fmt.Sprintf("dedupe:\n  front: %q\n  front_prefix: %s\nmetrics:\n  public: true\n", redisURL, prefix)
 	return nodesOn(t, db, n, "", extra), db, rdb, prefix
 }
 

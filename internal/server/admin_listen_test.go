@@ -17,7 +17,7 @@ import (
 	"github.com/hookgate/hookgate/internal/server"
 )
 
-const metricsToken = "metrics-token-e2e"
+const metricsToken = "metrics-token-e2e-0123456789abcdef0123"
 
 // served is a gateway serving real listeners through Serve.
 type served struct {
@@ -145,6 +145,7 @@ func TestAdminSharesPublicListener(t *testing.T) {
 	t.Parallel()
 	cfg := config.Default()
 	cfg.Admin.Token = config.NewSecret(adminToken)
+	cfg.Metrics.Public = true
 	s := serve(t, cfg, nil)
 	if st := s.post(t, "evt_shared"); st != http.StatusAccepted {
 		t.Fatalf("intake: %d, want 202", st)
@@ -174,6 +175,39 @@ func TestMetricsToken(t *testing.T) {
 			st, body := getPath(t, base+"/metrics", token)
 			if st != want || (want == http.StatusOK) != strings.Contains(body, "hookgate_busy_total") {
 				t.Errorf("admin.listen %q, token %q: %d %.100q, want %d", listen, token, st, body, want)
+			}
+		}
+	}
+}
+
+// /metrics names every source and destination, so the public listener
+// serves it only behind metrics.token or with metrics.public: by default
+// it is not served there at all, the admin token does not open it, and
+// with admin.listen it is served on the admin listener alone.
+func TestMetricsNotPublicByDefault(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		name          string
+		configure     func(*config.Config)
+		public, admin int
+	}{
+		{"default", func(*config.Config) {}, http.StatusNotFound, 0},
+		{"metrics.public", func(c *config.Config) { c.Metrics.Public = true }, http.StatusOK, 0},
+		{"admin.listen", func(c *config.Config) { c.Admin.Listen = "127.0.0.1:0" }, http.StatusNotFound, http.StatusOK},
+	} {
+		cfg := config.Default()
+		cfg.Admin.Token = config.NewSecret(adminToken)
+		c.configure(&cfg)
+		s := serve(t, cfg, nil)
+		if st, body := getPath(t, s.public+"/metrics", adminToken); st != c.public {
+			t.Errorf("%s: public /metrics with the admin token = %d %.100q, want %d", c.name, st, body, c.public)
+		}
+		if st, body := getPath(t, s.public+"/metrics", ""); st != c.public || (st != http.StatusOK && strings.Contains(body, "stripe")) {
+			t.Errorf("%s: public /metrics = %d %.100q, want %d", c.name, st, body, c.public)
+		}
+		if s.admin != "" {
+			if st, _ := getPath(t, s.admin+"/metrics", ""); st != c.admin {
+				t.Errorf("%s: admin /metrics = %d, want %d", c.name, st, c.admin)
 			}
 		}
 	}
@@ -240,7 +274,9 @@ func TestReadyFollowsWrites(t *testing.T) {
 	}
 	defer db.Close()
 	store := &failingWrites{Backend: db}
-	s := serve(t, config.Default(), store)
+	cfg := config.Default()
+	cfg.Metrics.Public = true
+	s := serve(t, cfg, store)
 	readyz := func() int {
 		st, _ := getPath(t, s.public+"/readyz", "")
 		return st

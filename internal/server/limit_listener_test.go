@@ -198,6 +198,7 @@ func serveLimited(t *testing.T, limit int) string {
 	t.Helper()
 	cfg := config.Default()
 	cfg.Limits.MaxConnections = limit
+	cfg.Metrics.Public = true
 	return strings.TrimPrefix(serve(t, cfg, nil).public, "http://")
 }
 

@@ -15,6 +15,7 @@ import (
 	"github.com/hookgate/hookgate/internal/console"
 	"github.com/hookgate/hookgate/internal/deliver"
 	"github.com/hookgate/hookgate/internal/front"
+	"github.com/hookgate/hookgate/internal/guard"
 	"github.com/hookgate/hookgate/internal/inbox"
 	"github.com/hookgate/hookgate/internal/intake"
 	"github.com/hookgate/hookgate/internal/metrics"
@@ -149,11 +150,17 @@ func New(cfg config.Config, opts Options) (*Server, error) {
 		Metrics:        s.metrics,
 	})
 	s.admin = http.NewServeMux()
+	// /metrics names every source and destination: it is served on the
+	// public listener only behind metrics.token or when metrics.public
+	// says so.
 	var m http.Handler = s.metrics.Handler()
-	if token := cfg.Metrics.Token.Value(); token != "" {
-		m = admin.RequireToken(token, m)
+	metricsToken := cfg.Metrics.Token.Value()
+	if metricsToken != "" {
+		m = admin.RequireToken(metricsToken, guard.New(guard.Options{What: "metrics", Logger: s.log, Now: opts.Now}), m)
 	}
-	s.admin.Handle("GET /metrics", m)
+	if cfg.Admin.Listen != "" || metricsToken != "" || cfg.Metrics.Public {
+		s.admin.Handle("GET /metrics", m)
+	}
 	if token := cfg.Admin.Token.Value(); token != "" {
 		api, err := admin.New(admin.Options{Store: s.store, Token: token, Logger: s.log})
 		if err != nil {

@@ -28,7 +28,7 @@ func TestMain(m *testing.M) {
 }
 
 const (
-	adminToken   = "admin-token-e2e"
+	adminToken   = "admin-token-e2e-0123456789abcdef0123"
 	stripeSecret = "whsec_stripe_e2e"
 	appSecret    = "whsec_YXBwLXNpZ25pbmctc2VjcmV0LWZvci10ZXN0cw=="
 )
@@ -161,6 +161,7 @@ func startWith(t *testing.T, opts server.Options, configure func(*config.Config)
 	cfg := config.Default()
 	cfg.Workers = 2
 	cfg.Admin.Token = config.NewSecret(adminToken)
+	cfg.Metrics.Public = true
 	cfg.Sources = []config.Source{{
 		Name: "stripe", Provider: config.ProviderStripe, Secret: config.NewSecret(stripeSecret),
 		Schema: schema, Destinations: ds, Window: config.Duration(time.Hour),
