@@ -29,7 +29,7 @@ var testEnv = map[string]string{
 	"GITHUB_SECRET":         "github_value",
 	"STANDARD_SECRET":       "whsec_standard_value",
 	"CUSTOM_SECRET":         "custom_value",
-	"HOOKGATE_ADMIN_TOKEN":  "admin_token_value",
+	"HOOKGATE_ADMIN_TOKEN":  "admin_token_value_0123456789abcdef",
 	"SINK_TOKEN":            "Bearer sink_token_value",
 	"MULTILINE_TOKEN":       "multiline_token_value\r\nX-Evil: 1",
 	"APP_WEBHOOK_SECRET":    "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw",

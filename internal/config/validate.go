@@ -13,7 +13,12 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 )
+
+// MinTokenLength is the fewest characters an admin.token or a
+// metrics.token may have: `openssl rand -hex 32` gives 64.
+const MinTokenLength = 32
 
 // Sentinel errors. Every [*FieldError] also matches [ErrInvalid].
 var (
@@ -116,6 +121,14 @@ func (c Config) check() []*FieldError {
 		}
 	case c.SQLitePath() == "":
 		add("database", "%q: want sqlite:PATH or postgres://…", c.Database)
+	}
+	for _, t := range []struct {
+		field string
+		token Secret
+	}{{"admin.token", c.Admin.Token}, {"metrics.token", c.Metrics.Token}} {
+		if n := utf8.RuneCountInString(t.token.Value()); n > 0 && n < MinTokenLength {
+			add(t.field, "%d characters, too short to withstand guessing: use at least %d (make one with `openssl rand -hex 32`)", n, MinTokenLength)
+		}
 	}
 	if c.MaxBody <= 0 {
 		add("max_body", "%s: must be positive", c.MaxBody)
