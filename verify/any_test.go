@@ -37,12 +37,12 @@ func TestAnyAcceptsEverySecret(t *testing.T) {
 				}
 				return s.(verify.Scheme)
 			}
-			any, err := verify.NewAny(scheme(sc.other), scheme(sc.secret))
+			rot, err := verify.NewAny(scheme(sc.other), scheme(sc.secret))
 			if err != nil {
 				t.Fatal(err)
 			}
-			if any.Len() != 2 {
-				t.Errorf("Len() = %d", any.Len())
+			if rot.Len() != 2 {
+				t.Errorf("Len() = %d", rot.Len())
 			}
 			signed := func(secret string) *http.Request {
 				t.Helper()
@@ -61,27 +61,27 @@ func TestAnyAcceptsEverySecret(t *testing.T) {
 			var digests [][32]byte
 			for want, secret := range []string{sc.other, sc.secret} {
 				r := signed(secret)
-				got, err := any.Match(r, sc.body)
+				got, err := rot.Match(r, sc.body)
 				if err != nil || got != want {
 					t.Errorf("signed with secret %d: Match = %d, %v", want, got, err)
 				}
-				digests = append(digests, any.SignedDigest(r, sc.body))
+				digests = append(digests, rot.SignedDigest(r, sc.body))
 			}
 			if digests[0] != digests[1] {
 				t.Error("the digest depends on which secret signed")
 			}
-			got, err := any.Match(signed(thirdSecret(sc)), sc.body)
+			got, err := rot.Match(signed(thirdSecret(sc)), sc.body)
 			if !errors.Is(err, verify.ErrMismatch) || got != -1 {
 				t.Errorf("signed with a third secret: Match = %d, %v, want -1, ErrMismatch", got, err)
 			}
-			if err := any.Verify(signed(thirdSecret(sc)), sc.body); !errors.Is(err, verify.ErrMismatch) {
+			if err := rot.Verify(signed(thirdSecret(sc)), sc.body); !errors.Is(err, verify.ErrMismatch) {
 				t.Errorf("signed with a third secret: Verify = %v", err)
 			}
 			r, _ := http.NewRequest(http.MethodPost, "https://hooks.example.com/in/x?a=1", bytes.NewReader(sc.body))
-			if err := any.Sign(r, sc.body); err != nil {
+			if err := rot.Sign(r, sc.body); err != nil {
 				t.Fatal(err)
 			}
-			if got, err := any.Match(r, sc.body); got != 0 || err != nil {
+			if got, err := rot.Match(r, sc.body); got != 0 || err != nil {
 				t.Errorf("Sign does not sign with the first secret: Match = %d, %v", got, err)
 			}
 		})
