@@ -126,8 +126,9 @@ sources:
 			cmd.Wait()
 		}
 	})
-	listening := make(chan string, 1)
+	listening, drained := make(chan string, 1), make(chan struct{})
 	go func() {
+		defer close(drained)
 		sc := bufio.NewScanner(stdout)
 		for sc.Scan() {
 			logs.Write(append(sc.Bytes(), '\n'))
@@ -217,9 +218,14 @@ sources:
 		t.Errorf("check-config does not show the destination as %s:\n%s", echo.URL, surfaces["hookgate check-config"])
 	}
 
+	// All of the log is read before Wait closes the pipe.
 	cmd.Process.Signal(os.Interrupt)
+	<-drained
 	cmd.Wait()
 	surfaces["serve's log"] = logs.String()
+	if !strings.Contains(surfaces["serve's log"], "last_error=") {
+		t.Errorf("serve's log has no destination's last error:\n%s", surfaces["serve's log"])
+	}
 	for name, out := range surfaces {
 		for _, s := range urlSecrets {
 			if strings.Contains(out, s) {
