@@ -82,6 +82,7 @@ Without --config it serves a demo source on the embedded SQLite database
 	for _, s := range gw.Sources() {
 		fmt.Fprintf(std.Stdout, "  source %-12s %-10s POST %s/in/%s\n", s.Name, s.Provider, base, s.Name)
 	}
+	fmt.Fprintln(std.Stdout, metricsLine(cfg, base))
 	if demo {
 		if err := printDemo(std, base, demoSecret, gw.Sources()[0]); err != nil {
 			ln.Close()
@@ -89,6 +90,25 @@ Without --config it serves a demo source on the embedded SQLite database
 		}
 	}
 	return gw.Serve(ctx, ln)
+}
+
+// metricsLine says where /metrics is served, if anywhere: it names every
+// source and destination, so the public listener serves it only behind
+// metrics.token or with metrics.public.
+func metricsLine(cfg config.Config, base string) string {
+	token := ""
+	if cfg.Metrics.Token.Value() != "" {
+		token = ", metrics.token required"
+	}
+	switch {
+	case cfg.Admin.Listen != "":
+		return "  metrics GET http://" + cfg.Admin.Listen + "/metrics (admin.listen only" + token + ")"
+	case token != "":
+		return "  metrics GET " + base + "/metrics (metrics.token required)"
+	case cfg.Metrics.Public:
+		return "  metrics GET " + base + "/metrics (metrics.public: open to anyone who reaches this listener)"
+	}
+	return "  metrics not served: set admin.listen, metrics.token or metrics.public: true"
 }
 
 func newStandardSecret() string {
