@@ -18,6 +18,7 @@
 // {"replayed": N}; like `hookgate replay` it refuses a request that
 // selects nothing unless "all" is true, and a "destination" without
 // "redeliver" (only a redelivery calls a destination that already has the
-// event). Errors answer {"error": "..."} with 400, 401, 404, 405, 413 or
-// 500.
+// event). Errors answer {"error": "..."} with 400, 401, 404, 405, 413,
+// 429 (too many wrong tokens from the client's address, with Retry-After)
+// or 500. Every answer carries X-Content-Type-Options: nosniff.
 package admin
