@@ -113,7 +113,7 @@ func TestWrongTokensAreLimited(t *testing.T) {
 	want(one, token, http.StatusOK, "")
 
 	out := log.String()
-	if !strings.Contains(out, "addr=127.0.0.1") || !strings.Contains(out, "failures=5") || !strings.Contains(out, `what="admin api"`) {
+	if !strings.Contains(out, "addr=127.0.0.1 ") || !strings.Contains(out, "failures=5") || !strings.Contains(out, `what="admin api"`) {
 		t.Errorf("the log does not name the address and the count:\n%s", out)
 	}
 	if strings.Contains(out, guess) || strings.Contains(out, "127.0.0.2") {

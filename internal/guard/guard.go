@@ -142,7 +142,7 @@ func (l *Limiter) Failed(r *http.Request) {
 	until := c.blockedUntil
 	l.mu.Unlock()
 	if count > 0 {
-		args := []any{"what", l.what, "addr", addr.String(), "failures", count}
+		args := []any{"what", l.what, "addr", addrText(addr, r), "failures", count}
 		if until.After(now) {
 			args = append(args, "blocked_for", until.Sub(now).Round(time.Second).String())
 		}
@@ -211,6 +211,18 @@ func clientOf(r *http.Request) netip.Prefix {
 	}
 	p, _ := ip.Prefix(bits) // never fails: bits fits the address
 	return p
+}
+
+// addrText is how a log line names addr: an IPv4 address alone, an IPv6
+// client as its /64, a peer without an IP address as it came.
+func addrText(addr netip.Prefix, r *http.Request) string {
+	switch {
+	case !addr.IsValid():
+		return r.RemoteAddr
+	case addr.Addr().Is4():
+		return addr.Addr().String()
+	}
+	return addr.String()
 }
 
 // Refuse answers the headers of a 429 for a block of d: Retry-After in
