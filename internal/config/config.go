@@ -31,6 +31,12 @@ const (
 	// DefaultMaxPendingBody is how many request body bytes all requests
 	// together may hold before they are authenticated.
 	DefaultMaxPendingBody ByteSize = 64 << 20
+	// DefaultMinBodyRate is limits.min_body_rate when the configuration
+	// does not set it.
+	DefaultMinBodyRate ByteSize = 4 << 10
+	// DefaultBodyGrace is limits.body_grace when the configuration does
+	// not set it.
+	DefaultBodyGrace = Duration(5 * time.Second)
 	// DefaultWindow is how long a dedupe key is kept: longer than every
 	// provider's retry window.
 	DefaultWindow = Duration(168 * time.Hour)
@@ -176,6 +182,16 @@ type Limits struct {
 	// with Retry-After before its body is read. A quarter of it is kept
 	// for bodies of at most 64 KiB. At least max_body.
 	MaxPendingBody ByteSize `yaml:"max_pending_body"`
+	// MinBodyRate is the slowest a request body may arrive, in bytes a
+	// second: a body that has not arrived within body_grace plus its
+	// size at this rate is answered 408 and its connection closed, and,
+	// at max_connections with no connection idle, the connection whose
+	// body is furthest behind this rate is closed to make room. Zero
+	// turns both off.
+	MinBodyRate ByteSize `yaml:"min_body_rate"`
+	// BodyGrace is how far behind min_body_rate a body may fall before it
+	// is answered 408: a sender's first bytes may wait on a slow start.
+	BodyGrace Duration `yaml:"body_grace"`
 }
 
 // Dedupe holds the defaults of deduplication.
@@ -363,10 +379,11 @@ type Entity struct {
 // embedded SQLite store, no sources.
 func Default() Config {
 	return Config{
-		Listen:     DefaultListen,
-		Database:   DefaultDatabase,
-		MaxBody:    DefaultMaxBody,
-		Limits:     Limits{MaxConnections: DefaultMaxConnections, MaxPendingBody: DefaultMaxPendingBody},
+		Listen:   DefaultListen,
+		Database: DefaultDatabase,
+		MaxBody:  DefaultMaxBody,
+		Limits: Limits{MaxConnections: DefaultMaxConnections, MaxPendingBody: DefaultMaxPendingBody,
+			MinBodyRate: DefaultMinBodyRate, BodyGrace: DefaultBodyGrace},
 		Dedupe:     Dedupe{Window: DefaultWindow, OnStoreError: OnStoreErrorReject, StoreTimeout: DefaultStoreTimeout},
 		Workers:    DefaultWorkers,
 		Batch:      DefaultBatch,

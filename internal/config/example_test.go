@@ -54,6 +54,8 @@ func ExampleConfig_Redacted() {
 	// limits:
 	//   max_connections: 4096
 	//   max_pending_body: 64MiB
+	//   min_body_rate: 4KiB
+	//   body_grace: 5s
 	// dedupe:
 	//   window: 168h
 	//   on_store_error: reject

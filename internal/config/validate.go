@@ -136,6 +136,12 @@ func (c Config) check() []*FieldError {
 	if c.Limits.MaxConnections < 1 {
 		add("limits.max_connections", "%d: want at least 1", c.Limits.MaxConnections)
 	}
+	if c.Limits.MinBodyRate < 0 {
+		add("limits.min_body_rate", "%s: want a rate of at least 1 byte a second, or 0 for none", c.Limits.MinBodyRate)
+	}
+	if c.Limits.BodyGrace < 0 {
+		add("limits.body_grace", "%s: want 0 or more", c.Limits.BodyGrace)
+	}
 	if c.Limits.MaxPendingBody < c.MaxBody {
 		add("limits.max_pending_body", "%s: want at least max_body (%s), or no request of that size is ever read", c.Limits.MaxPendingBody, c.MaxBody)
 	}

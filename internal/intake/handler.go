@@ -58,6 +58,11 @@ type Options struct {
 	// of it (less when that would leave no room for a body of MaxBody)
 	// is kept for bodies of at most 64 KiB.
 	MaxPendingBody int64
+	// MinBodyRate is the slowest a body may arrive, in bytes a second,
+	// once BodyGrace has passed: a body further behind is answered 408
+	// and its connection closed. Zero: no minimum.
+	MinBodyRate int64
+	BodyGrace   time.Duration
 	// Ready reports whether the store answers; /readyz calls it.
 	Ready  func(context.Context) error
 	Logger *slog.Logger
@@ -72,6 +77,9 @@ type Handler struct {
 	sources   map[string]*source.Source
 	committer *Committer
 	maxBody   int64
+	// minBodyRate and bodyGrace are Options.MinBodyRate and BodyGrace.
+	minBodyRate int64
+	bodyGrace   time.Duration
 	// pending is the budget of body bytes held before authentication,
 	// in two pools: small bodies (up to smallBody) take from either,
 	// larger ones only from the general pool, so that slow senders of
@@ -105,13 +113,15 @@ type receivedCounters struct {
 // NewHandler builds the intake handler.
 func NewHandler(opts Options) *Handler {
 	h := &Handler{
-		sources:   make(map[string]*source.Source, len(opts.Sources)),
-		committer: opts.Committer,
-		maxBody:   opts.MaxBody,
-		ready:     opts.Ready,
-		log:       opts.Logger,
-		metrics:   opts.Metrics,
-		mux:       http.NewServeMux(),
+		sources:     make(map[string]*source.Source, len(opts.Sources)),
+		committer:   opts.Committer,
+		maxBody:     opts.MaxBody,
+		minBodyRate: opts.MinBodyRate,
+		bodyGrace:   opts.BodyGrace,
+		ready:       opts.Ready,
+		log:         opts.Logger,
+		metrics:     opts.Metrics,
+		mux:         http.NewServeMux(),
 	}
 	if h.metrics == nil {
 		h.metrics = metrics.New()
@@ -351,11 +361,17 @@ func (h *Handler) accept(w http.ResponseWriter, r *http.Request, src *source.Sou
 	// The body is verified, stored and delivered decoded: the senders that
 	// compress sign the payload, not its compressed form, and a
 	// destination gets no Content-Encoding with it.
-	body, err := readBody(http.MaxBytesReader(w, r.Body, h.maxBody), r.ContentLength, c, h.maxBody)
+	paced := newRateReader(w, r.Body, h.minBodyRate, h.bodyGrace)
+	body, err := readBody(http.MaxBytesReader(w, io.NopCloser(paced), h.maxBody), r.ContentLength, c, h.maxBody)
 	if err != nil {
 		var tooBig *http.MaxBytesError
 		var decodedTooBig *decodedTooLarge
+		var slow *slowBody
 		switch {
+		case errors.As(err, &slow):
+			// The rest of the body would not arrive in time either.
+			w.Header().Set("Connection", "close")
+			return 0, Response{}, &requestError{status: http.StatusRequestTimeout, msg: err.Error(), err: err}
 		case errors.As(err, &tooBig):
 			return 0, Response{}, &requestError{status: http.StatusRequestEntityTooLarge,
 				msg: fmt.Sprintf("body larger than %d bytes", tooBig.Limit)}

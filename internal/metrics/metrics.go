@@ -81,6 +81,10 @@ type Metrics struct {
 	// connections the intake listener closed, at limits.max_connections,
 	// to make room for a new one.
 	IdleClosed prometheus.Counter
+	// SlowClosed is hookgate_slow_bodies_closed_total: connections the
+	// intake listener closed, at limits.max_connections with none idle,
+	// because their request body arrived slower than limits.min_body_rate.
+	SlowClosed prometheus.Counter
 	// DedupeSeconds is hookgate_dedupe_seconds: the time from submitting
 	// an event to the committer to its dedupe decision.
 	DedupeSeconds prometheus.Histogram
@@ -121,6 +125,10 @@ func New() *Metrics {
 			Name: "hookgate_idle_connections_closed_total",
 			Help: "Idle connections the intake listener closed at limits.max_connections to make room for a new one.",
 		}),
+		SlowClosed: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "hookgate_slow_bodies_closed_total",
+			Help: "Connections the intake listener closed at limits.max_connections because their request body arrived slower than limits.min_body_rate.",
+		}),
 		DedupeSeconds: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name: "hookgate_dedupe_seconds",
 			Help: "Time from submitting an event to the committer to its dedupe decision.",
@@ -153,7 +161,7 @@ func New() *Metrics {
 	m.Registry.MustRegister(
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-		m.Received, m.Verified, m.Busy, m.IdleClosed, m.DedupeSeconds, m.Deliveries, m.DeliverySeconds, m.DeadEvents, m.LeasesLost,
+		m.Received, m.Verified, m.Busy, m.IdleClosed, m.SlowClosed, m.DedupeSeconds, m.Deliveries, m.DeliverySeconds, m.DeadEvents, m.LeasesLost,
 		m.inbox,
 	)
 	return m

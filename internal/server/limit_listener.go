@@ -2,6 +2,7 @@ package server
 
 import (
 	"container/list"
+	"context"
 	"io"
 	"net"
 	"net/http"
@@ -30,36 +31,49 @@ const maxLingering = 64
 // the kernel's backlog fill until senders time out), it makes room for a
 // connection beyond the limit by closing the connection idle longest
 // (between keep-alive requests, or opened and silent), so that thousands
-// of idle connections cannot lock senders out; only when every
-// connection is in a request does it answer the new one 503 with
-// Retry-After and close it, so that the sender learns at once to come
-// back later.
+// of idle connections cannot lock senders out; when none is idle, it
+// closes the connection whose request body is furthest behind minRate,
+// so that thousands of bodies trickling in a byte at a time cannot lock
+// senders out either. Only when every connection is in a request that
+// keeps pace does it answer the new one 503 with Retry-After and close
+// it, so that the sender learns at once to come back later.
 type limitListener struct {
 	net.Listener
 	max       int64
 	open      atomic.Int64
 	lingering atomic.Int64
 	busy      []byte
+	// minRate is the body rate, in bytes a second, below which a body is
+	// behind; zero never closes a connection in a request.
+	minRate int64
 	// turnedAway is called for each connection answered 503, idleClosed
-	// for each idle one closed to make room.
-	turnedAway, idleClosed func()
+	// for each idle one closed to make room, slowClosed for each one
+	// closed in the middle of a body behind minRate.
+	turnedAway, idleClosed, slowClosed func()
+	now                                func() time.Time
 
 	mu sync.Mutex
 	// idle holds the open connections not in a request, the one idle
 	// longest first.
 	idle list.List
+	// inBody holds the connections whose request body is being read.
+	inBody map[*limitConn]struct{}
 }
 
 // newLimitListener keeps at most max connections of ln open and calls
-// turnedAway for each connection it answers 503 and idleClosed for each
-// idle one it closes to make room. The http.Server that serves it must
-// report to its ConnState.
-func newLimitListener(ln net.Listener, max int, turnedAway, idleClosed func()) *limitListener {
+// turnedAway for each connection it answers 503, idleClosed for each
+// idle one it closes to make room and slowClosed for each one it closes
+// because its body arrives slower than minRate bytes a second. The
+// http.Server that serves it must report to its ConnState, give its
+// connections' contexts [limitListener.connContext] and serve through
+// [limitListener.watchBodies].
+func newLimitListener(ln net.Listener, max int, minRate int64, turnedAway, idleClosed, slowClosed func()) *limitListener {
 	retry := strconv.Itoa(int(busyRetryAfter / time.Second))
 	body := "too many connections, retry later\n"
-	return &limitListener{Listener: ln, max: int64(max), turnedAway: turnedAway, idleClosed: idleClosed, busy: []byte("HTTP/1.1 503 Service Unavailable\r\n" +
-		"Retry-After: " + retry + "\r\nContent-Type: text/plain; charset=utf-8\r\n" +
-		"Content-Length: " + strconv.Itoa(len(body)) + "\r\nConnection: close\r\n\r\n" + body)}
+	return &limitListener{Listener: ln, max: int64(max), minRate: minRate, turnedAway: turnedAway, idleClosed: idleClosed,
+		slowClosed: slowClosed, now: time.Now, inBody: make(map[*limitConn]struct{}), busy: []byte("HTTP/1.1 503 Service Unavailable\r\n" +
+			"Retry-After: " + retry + "\r\nContent-Type: text/plain; charset=utf-8\r\n" +
+			"Content-Length: " + strconv.Itoa(len(body)) + "\r\nConnection: close\r\n\r\n" + body)}
 }
 
 // Accept returns the next connection within the limit, making room by
@@ -78,6 +92,11 @@ func (l *limitListener) Accept() (net.Conn, error) {
 			// Its close gives its slot to c.
 			victim.Close()
 			l.idleClosed()
+			return l.track(c), nil
+		}
+		if victim := l.furthestBehind(); victim != nil {
+			victim.Close()
+			l.slowClosed()
 			return l.track(c), nil
 		}
 		l.open.Add(-1)
@@ -109,6 +128,90 @@ func (l *limitListener) oldestIdle() *limitConn {
 	l.idle.Remove(e)
 	lc.elem = nil
 	return lc
+}
+
+// furthestBehind takes the connection whose request body is furthest
+// behind minRate off the body list: the one owing the most bytes, by what
+// minRate would have delivered since its body began, at least one. nil
+// when every body keeps pace. A sender that writes its request at once
+// owes nothing; one that trickles a byte every few seconds owes more
+// with every millisecond.
+func (l *limitListener) furthestBehind() *limitConn {
+	if l.minRate <= 0 {
+		return nil
+	}
+	now := l.now()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var victim *limitConn
+	var most int64
+	for lc := range l.inBody {
+		due := int64(now.Sub(lc.bodyStart).Seconds() * float64(l.minRate))
+		if owed := due - lc.received.Load(); owed > most {
+			victim, most = lc, owed
+		}
+	}
+	if victim != nil {
+		delete(l.inBody, victim)
+	}
+	return victim
+}
+
+// connContext is the serving http.Server's ConnContext: it lets
+// watchBodies find a request's connection.
+func (l *limitListener) connContext(ctx context.Context, c net.Conn) context.Context {
+	if lc, ok := c.(*limitConn); ok {
+		return context.WithValue(ctx, limitConnKey{}, lc)
+	}
+	return ctx
+}
+
+// limitConnKey is the context key of a request's *limitConn.
+type limitConnKey struct{}
+
+// watchBodies lists a request's connection as in a body while h reads
+// it, counting what arrives, so that Accept can find the bodies behind
+// minRate.
+func (l *limitListener) watchBodies(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		lc, ok := r.Context().Value(limitConnKey{}).(*limitConn)
+		if !ok || l.minRate <= 0 || r.Body == nil || r.Body == http.NoBody {
+			h.ServeHTTP(w, r)
+			return
+		}
+		l.mu.Lock()
+		lc.bodyStart = l.now()
+		lc.received.Store(0)
+		if !lc.closed {
+			l.inBody[lc] = struct{}{}
+		}
+		l.mu.Unlock()
+		done := sync.OnceFunc(func() {
+			l.mu.Lock()
+			delete(l.inBody, lc)
+			l.mu.Unlock()
+		})
+		defer done()
+		r.Body = &watchedBody{ReadCloser: r.Body, received: &lc.received, done: done}
+		h.ServeHTTP(w, r)
+	})
+}
+
+// watchedBody counts the bytes of a body as they are read and calls done
+// at its end.
+type watchedBody struct {
+	io.ReadCloser
+	received *atomic.Int64
+	done     func()
+}
+
+func (b *watchedBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	b.received.Add(int64(n))
+	if err != nil {
+		b.done()
+	}
+	return n, err
 }
 
 // connState is the serving http.Server's ConnState: a connection between
@@ -163,6 +266,10 @@ type limitConn struct {
 	// set on Close. Both are guarded by l.mu.
 	elem   *list.Element
 	closed bool
+	// bodyStart is when its request's body began to be read, guarded by
+	// l.mu; received counts the bytes of that body read so far.
+	bodyStart time.Time
+	received  atomic.Int64
 }
 
 func (c *limitConn) Close() error {
@@ -173,6 +280,7 @@ func (c *limitConn) Close() error {
 		c.l.idle.Remove(c.elem)
 		c.elem = nil
 	}
+	delete(c.l.inBody, c)
 	c.l.mu.Unlock()
 	if first {
 		c.l.open.Add(-1)

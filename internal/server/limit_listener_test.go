@@ -2,7 +2,9 @@ package server_test
 
 import (
 	"bufio"
+	"bytes"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
@@ -25,7 +27,13 @@ import (
 func TestConnectionLimit(t *testing.T) {
 	t.Parallel()
 	const limit = 4
-	addr := serveLimited(t, limit)
+	// Without limits.min_body_rate a connection waiting for its body is
+	// in a request like any other; TestSlowSmallBodiesMakeRoom has it on.
+	cfg := config.Default()
+	cfg.Limits.MaxConnections = limit
+	cfg.Limits.MinBodyRate = 0
+	cfg.Metrics.Public = true
+	addr := strings.TrimPrefix(serve(t, cfg, nil).public, "http://")
 
 	// get sends GET /healthz on a connection of its own and returns the
 	// status line and headers it reads.
@@ -190,6 +198,71 @@ func TestIdleConnectionsMakeRoom(t *testing.T) {
 	if n := busyCount(t, body, "connections"); n != 0 {
 		t.Errorf("hookgate_busy_total{reason=\"connections\"} = %v, want 0: nobody was turned away", n)
 	}
+}
+
+// Issue 19, section 1: connections that each declare a small body and
+// send a byte of it now and then held every slot until the read timeout,
+// and a real sender was turned away. At the limit with none idle, the
+// connection whose body is furthest behind limits.min_body_rate is closed
+// to make room, so the sender is served at once.
+func TestSlowSmallBodiesMakeRoom(t *testing.T) {
+	t.Parallel()
+	const limit = 20
+	cfg := config.Default()
+	cfg.Limits.MaxConnections = limit
+	// Long enough that no slow body is answered 408 during the test:
+	// only making room closes them.
+	cfg.Limits.BodyGrace = config.Duration(time.Minute)
+	cfg.Metrics.Public = true
+	srv := serve(t, cfg, nil)
+	addr := strings.TrimPrefix(srv.public, "http://")
+	for i := range limit + 5 {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		if _, err := fmt.Fprintf(c, "POST /in/stripe HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\na"); err != nil {
+			t.Fatalf("slow sender %d: %v", i, err)
+		}
+	}
+	body := []byte(`{"id":"evt_slowsmall","object":"event","type":"charge.succeeded","created":1,"data":{"object":{"id":"ch_1"}}}`)
+	req, err := http.NewRequest(http.MethodPost, srv.public+"/in/stripe", bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := srv.gw.Sources()[0].Signer().Sign(req, body); err != nil {
+		t.Fatal(err)
+	}
+	client := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
+	resp, err := client.Do(req)
+	if err != nil {
+		t.Fatalf("a sender on a new connection while slow bodies hold every slot: %v", err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusAccepted {
+		t.Fatalf("a sender on a new connection while slow bodies hold every slot: %d, want 202", resp.StatusCode)
+	}
+	_, scrape := getPath(t, srv.public+"/metrics", "")
+	if n := metricValue(t, scrape, "hookgate_slow_bodies_closed_total"); n < 1 {
+		t.Errorf("hookgate_slow_bodies_closed_total = %v, want at least the one that made room", n)
+	}
+}
+
+// metricValue reads an unlabelled series from a scrape.
+func metricValue(t *testing.T, scrape, name string) float64 {
+	t.Helper()
+	for line := range strings.Lines(scrape) {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), name+" "); ok {
+			n, err := strconv.ParseFloat(v, 64)
+			if err != nil {
+				t.Fatalf("%q: %v", line, err)
+			}
+			return n
+		}
+	}
+	t.Fatalf("no %s in the scrape", name)
+	return 0
 }
 
 // serveLimited serves a gateway with limits.max_connections = limit on a

@@ -145,6 +145,8 @@ func New(cfg config.Config, opts Options) (*Server, error) {
 		MaxBody:   int64(cfg.MaxBody),
 		// Zero (a configuration built in code) takes the intake default.
 		MaxPendingBody: int64(cfg.Limits.MaxPendingBody),
+		MinBodyRate:    int64(cfg.Limits.MinBodyRate),
+		BodyGrace:      time.Duration(cfg.Limits.BodyGrace),
 		Ready:          s.ready,
 		Logger:         s.log,
 		Metrics:        s.metrics,
@@ -418,9 +420,10 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		maxConns = config.DefaultMaxConnections
 	}
 	busy := s.metrics.Busy.WithLabelValues(metrics.BusyConnections)
-	limited := newLimitListener(ln, maxConns, busy.Inc, s.metrics.IdleClosed.Inc)
-	public := s.httpServer(s.handler)
+	limited := newLimitListener(ln, maxConns, int64(s.cfg.Limits.MinBodyRate), busy.Inc, s.metrics.IdleClosed.Inc, s.metrics.SlowClosed.Inc)
+	public := s.httpServer(limited.watchBodies(s.handler))
 	public.ConnState = limited.connState
+	public.ConnContext = limited.connContext
 	servers := []*http.Server{public}
 	listeners := []net.Listener{limited}
 	if adminLn != nil {
