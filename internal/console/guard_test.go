@@ -1,12 +1,15 @@
 package console_test
 
 import (
+	"bytes"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/http/cookiejar"
 	"net/url"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -39,15 +42,36 @@ func (b *bundle) postToken(tok string) (int, string, string) {
 	return resp.StatusCode, resp.Header.Get("Retry-After"), string(page)
 }
 
+// syncBuffer is a log the server's goroutines write while the test reads.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
 // After a few wrong tokens from one address, sign-in answers 429 with
 // Retry-After to that address, the right token included, until the block
-// ends; another address signs in at once.
+// ends; another address signs in at once. The failures are logged with
+// the address, never the token tried.
 func TestSignInIsLimited(t *testing.T) {
 	t.Parallel()
-	b := setup(t, console.Options{})
+	var log syncBuffer
+	b := setup(t, console.Options{Logger: slog.New(slog.NewTextHandler(&log, nil))})
 	one, two := b.from("127.0.0.1"), b.from("127.0.0.2")
+	const guess = "guess-0123456789"
 	for range guard.Failures {
-		if code, _, _ := one.postToken("guess-0123456789"); code != http.StatusUnauthorized {
+		if code, _, _ := one.postToken(guess); code != http.StatusUnauthorized {
 			t.Fatalf("wrong token = %d, want 401", code)
 		}
 	}
@@ -61,6 +85,13 @@ func TestSignInIsLimited(t *testing.T) {
 	b.clock.Advance(guard.FirstBlock)
 	if code, _, _ := one.postToken(token); code != http.StatusSeeOther {
 		t.Fatalf("the right token after the block = %d, want 303", code)
+	}
+	out := log.String()
+	if !strings.Contains(out, `what="console sign-in" addr=127.0.0.1 failures=1`) {
+		t.Errorf("the log does not name the address and the count:\n%s", out)
+	}
+	if strings.Contains(out, guess) {
+		t.Errorf("the log shows the token tried:\n%s", out)
 	}
 }
 
