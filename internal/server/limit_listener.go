@@ -29,12 +29,12 @@ const maxLingering = 64
 // limitListener keeps at most max connections open. Unlike
 // golang.org/x/net/netutil.LimitListener, which stops accepting (and lets
 // the kernel's backlog fill until senders time out), it makes room for a
-// connection beyond the limit by closing the connection idle longest
-// (between keep-alive requests, or opened and silent), so that thousands
-// of idle connections cannot lock senders out; when none is idle, it
-// closes the connection whose request body is furthest behind minRate,
-// so that thousands of bodies trickling in a byte at a time cannot lock
-// senders out either. Only when every connection is in a request that
+// connection beyond the limit by closing one that holds its slot without
+// sending: idle (between keep-alive requests, or opened and silent), or
+// in a body arriving slower than minRate, the one furthest behind that
+// rate first (see [limitListener.victim]), so that neither thousands of
+// idle connections nor thousands of bodies trickling in a byte at a time
+// can lock senders out. Only when every connection is in a request that
 // keeps pace does it answer the new one 503 with Retry-After and close
 // it, so that the sender learns at once to come back later.
 type limitListener struct {
@@ -77,7 +77,7 @@ func newLimitListener(ln net.Listener, max int, minRate int64, turnedAway, idleC
 }
 
 // Accept returns the next connection within the limit, making room by
-// closing the connection idle longest; the ones that find no room are
+// closing the connection idle longest or the body furthest behind; the ones that find no room are
 // answered and closed on the way.
 func (l *limitListener) Accept() (net.Conn, error) {
 	for {
@@ -88,15 +88,14 @@ func (l *limitListener) Accept() (net.Conn, error) {
 		if l.open.Add(1) <= l.max {
 			return l.track(c), nil
 		}
-		if victim := l.oldestIdle(); victim != nil {
+		if victim, slow := l.victim(); victim != nil {
 			// Its close gives its slot to c.
 			victim.Close()
-			l.idleClosed()
-			return l.track(c), nil
-		}
-		if victim := l.furthestBehind(); victim != nil {
-			victim.Close()
-			l.slowClosed()
+			if slow {
+				l.slowClosed()
+			} else {
+				l.idleClosed()
+			}
 			return l.track(c), nil
 		}
 		l.open.Add(-1)
@@ -110,51 +109,46 @@ func (l *limitListener) Accept() (net.Conn, error) {
 func (l *limitListener) track(c net.Conn) *limitConn {
 	lc := &limitConn{Conn: c, l: l}
 	l.mu.Lock()
+	lc.idleSince = l.now()
 	lc.elem = l.idle.PushBack(lc)
 	l.mu.Unlock()
 	return lc
 }
 
-// oldestIdle takes the connection idle longest off the idle list; nil
-// when every connection is in a request.
-func (l *limitListener) oldestIdle() *limitConn {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	e := l.idle.Front()
-	if e == nil {
-		return nil
-	}
-	lc := e.Value.(*limitConn)
-	l.idle.Remove(e)
-	lc.elem = nil
-	return lc
-}
-
-// furthestBehind takes the connection whose request body is furthest
-// behind minRate off the body list: the one owing the most bytes, by what
-// minRate would have delivered since its body began, at least one. nil
-// when every body keeps pace. A sender that writes its request at once
-// owes nothing; one that trickles a byte every few seconds owes more
-// with every millisecond.
-func (l *limitListener) furthestBehind() *limitConn {
-	if l.minRate <= 0 {
-		return nil
-	}
+// victim takes the connection to close to make room off its list: the
+// one owing the most bytes at minRate, an idle one owing what minRate
+// would have delivered since it went idle, one in a body what it would
+// have delivered since the body began less what arrived; slow reports
+// that it is in a body. A sender that writes its request at once owes
+// nothing; a body trickling a byte every few seconds owes more with every
+// millisecond, and so does a connection left idle. Without minRate it is
+// the connection idle longest. nil when none is idle and every body keeps
+// pace.
+func (l *limitListener) victim() (victim *limitConn, slow bool) {
 	now := l.now()
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	var victim *limitConn
 	var most int64
-	for lc := range l.inBody {
-		due := int64(now.Sub(lc.bodyStart).Seconds() * float64(l.minRate))
-		if owed := due - lc.received.Load(); owed > most {
-			victim, most = lc, owed
+	if e := l.idle.Front(); e != nil {
+		victim = e.Value.(*limitConn)
+		most = int64(now.Sub(victim.idleSince).Seconds() * float64(l.minRate))
+	}
+	if l.minRate > 0 {
+		for lc := range l.inBody {
+			due := int64(now.Sub(lc.bodyStart).Seconds() * float64(l.minRate))
+			if owed := due - lc.received.Load(); owed > most {
+				victim, most, slow = lc, owed, true
+			}
 		}
 	}
-	if victim != nil {
+	switch {
+	case slow:
 		delete(l.inBody, victim)
+	case victim != nil:
+		l.idle.Remove(victim.elem)
+		victim.elem = nil
 	}
-	return victim
+	return victim, slow
 }
 
 // connContext is the serving http.Server's ConnContext: it lets
@@ -225,6 +219,7 @@ func (l *limitListener) connState(c net.Conn, st http.ConnState) {
 	defer l.mu.Unlock()
 	switch {
 	case st == http.StateIdle && !lc.closed:
+		lc.idleSince = l.now()
 		if lc.elem != nil {
 			l.idle.MoveToBack(lc.elem)
 		} else {
@@ -266,6 +261,8 @@ type limitConn struct {
 	// set on Close. Both are guarded by l.mu.
 	elem   *list.Element
 	closed bool
+	// idleSince is when it last went on l.idle, guarded by l.mu.
+	idleSince time.Time
 	// bodyStart is when its request's body began to be read, guarded by
 	// l.mu; received counts the bytes of that body read so far.
 	bodyStart time.Time

@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"errors"
-	"fmt"
 	"io"
 	"log/slog"
 	"net"
@@ -27,13 +26,7 @@ import (
 func TestConnectionLimit(t *testing.T) {
 	t.Parallel()
 	const limit = 4
-	// Without limits.min_body_rate a connection waiting for its body is
-	// in a request like any other; TestSlowSmallBodiesMakeRoom has it on.
-	cfg := config.Default()
-	cfg.Limits.MaxConnections = limit
-	cfg.Limits.MinBodyRate = 0
-	cfg.Metrics.Public = true
-	addr := strings.TrimPrefix(serve(t, cfg, nil).public, "http://")
+	addr := serveLimited(t, limit)
 
 	// get sends GET /healthz on a connection of its own and returns the
 	// status line and headers it reads.
@@ -216,16 +209,22 @@ func TestSlowSmallBodiesMakeRoom(t *testing.T) {
 	cfg.Metrics.Public = true
 	srv := serve(t, cfg, nil)
 	addr := strings.TrimPrefix(srv.public, "http://")
-	for i := range limit + 5 {
-		c, err := net.Dial("tcp", addr)
-		if err != nil {
+	// Every slot but one is taken by a body that has begun (the server
+	// asked for it with 100 Continue) and sent one byte of its two, the
+	// last by a connection just opened and silent: idle, but owing less
+	// than any of the bodies, so it is kept.
+	for range limit - 1 {
+		c, _ := inRequest(t, addr)
+		defer c.Close()
+		if _, err := c.Write([]byte("{")); err != nil {
 			t.Fatal(err)
 		}
-		defer c.Close()
-		if _, err := fmt.Fprintf(c, "POST /in/stripe HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\na"); err != nil {
-			t.Fatalf("slow sender %d: %v", i, err)
-		}
 	}
+	quiet, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer quiet.Close()
 	body := []byte(`{"id":"evt_slowsmall","object":"event","type":"charge.succeeded","created":1,"data":{"object":{"id":"ch_1"}}}`)
 	req, err := http.NewRequest(http.MethodPost, srv.public+"/in/stripe", bytes.NewReader(body))
 	if err != nil {
@@ -242,6 +241,9 @@ func TestSlowSmallBodiesMakeRoom(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusAccepted {
 		t.Fatalf("a sender on a new connection while slow bodies hold every slot: %d, want 202", resp.StatusCode)
+	}
+	if status := request(t, quiet, bufio.NewReader(quiet)); !strings.HasPrefix(status, "200") {
+		t.Fatalf("the connection opened last: %q, want 200 (a slow body closed, not it)", status)
 	}
 	_, scrape := getPath(t, srv.public+"/metrics", "")
 	if n := metricValue(t, scrape, "hookgate_slow_bodies_closed_total"); n < 1 {
@@ -266,11 +268,14 @@ func metricValue(t *testing.T, scrape, name string) float64 {
 }
 
 // serveLimited serves a gateway with limits.max_connections = limit on a
-// loopback port and returns its address.
+// loopback port and returns its address. limits.min_body_rate is off: a
+// connection waiting for its body is in a request like any other, never
+// closed to make room (TestSlowSmallBodiesMakeRoom has the rate on).
 func serveLimited(t *testing.T, limit int) string {
 	t.Helper()
 	cfg := config.Default()
 	cfg.Limits.MaxConnections = limit
+	cfg.Limits.MinBodyRate = 0
 	cfg.Metrics.Public = true
 	return strings.TrimPrefix(serve(t, cfg, nil).public, "http://")
 }
