@@ -12,13 +12,21 @@
 #         reopening each a second after it is answered, while loadgen runs.
 #         Pass: peak RSS < limits.max_pending_body (64 MiB) + 100 MB, and the
 #         senders are served (every answer 202 or 200, p99 < 1 s).
+#   slowsmall  frontdoor slowsmall keeps SLOWSMALL requests (5,000, more than
+#         the 4,096 connections) that each announce a 100-byte body and send
+#         one byte of it every 5 s, reopening each a second after the server
+#         answers (408) or closes it (to make room), while loadgen sends
+#         SMALL_RATE requests a second (20), each on a new connection.
+#         Pass: the senders' p99 < 1 s, every answer 202 or 200 (the target
+#         is 99%), peak RSS < 300 MB.
 #
 # Usage (from anywhere):  bench/frontdoor.sh
 #   DURATION=10s  loadgen's measured time   SENDERS=64   loadgen's connections
 #   IDLE=10000    idle connections          SLOW=600     slow requests
 #   SLOW_SIZE=1047552  bytes each slow request announces (1 MiB - 1 KiB; 1048576
 #                 makes 64 of them fill the budget to the byte)
-#   SCENARIOS="idle slow"
+#   SLOWSMALL=5000  slow small requests   SMALL_RATE=20  loadgen's requests a second
+#   SCENARIOS="idle slow" (slowsmall runs when named)
 #   HOOKGATE_BIN=  a hookgate binary built elsewhere (default: built from this tree)
 #
 # Loopback only. It raises the open-file limit (ulimit -n) of itself and so
@@ -33,9 +41,14 @@ SENDERS=${SENDERS:-64}
 IDLE=${IDLE:-10000}
 SLOW=${SLOW:-600}
 SLOW_SIZE=${SLOW_SIZE:-$((1024 * 1024 - 1024))}
+SLOWSMALL=${SLOWSMALL:-5000}
+SMALL_RATE=${SMALL_RATE:-20}
 SCENARIOS=${SCENARIOS:-idle slow}
 
 want_files=$((IDLE + 1024))
+if [[ " $SCENARIOS " == *" slowsmall "* ]] && ((SLOWSMALL > IDLE)); then
+	want_files=$((SLOWSMALL + 1024))
+fi
 if (($(ulimit -Hn) < want_files)); then
 	echo "the hard open-file limit $(ulimit -Hn) is below $want_files; raise it (e.g. in /etc/security/limits.conf) or lower IDLE" >&2
 	exit 1
@@ -107,7 +120,7 @@ check() {
 
 # scenario NAME MAX-RSS-MB CLIENT-ARGS...: serves, starts frontdoor with
 # CLIENT-ARGS (@ADDR and @URL stand for the server's) for the whole run,
-# lets it settle, runs loadgen, and checks the senders' p99 < 1 s, that
+# lets it settle, runs loadgen (with SENDER_ARGS, default -c SENDERS), and checks the senders' p99 < 1 s, that
 # every sender's request was answered 202 or 200, and the server's peak RSS.
 scenario() {
 	local name=$1 max_rss=$2 secs arg args=()
@@ -121,7 +134,7 @@ scenario() {
 	"$OUT/frontdoor" "${args[@]}" -d "$((secs + 10))s" >"$RESULTS/frontdoor-$name-client.json" 2>"$LOGS/frontdoor-$name-client.log" &
 	CLIENT_PID=$!
 	sleep 5 # the hostile connections are open and held before the senders start
-	"$OUT/loadgen" -url "$URL/in/app" -c "$SENDERS" -d "$DURATION" -warmup 1s -dup 0.2 -json \
+	"$OUT/loadgen" -url "$URL/in/app" "${SENDER_ARGS[@]}" -d "$DURATION" -warmup 1s -dup 0.2 -json \
 		-label "frontdoor-$name" >"$RESULTS/frontdoor-$name.json"
 	local rss
 	rss=$(peak_rss_mb)
@@ -141,10 +154,17 @@ scenario() {
 }
 
 for s in $SCENARIOS; do
+	SENDER_ARGS=(-c "$SENDERS")
 	case $s in
 	idle) scenario idle 300 idle -addr @ADDR -n "$IDLE" ;;
 	# 64 MiB of budget is 67 MB; plus 100 MB.
 	slow) scenario slow 167 slow -url @URL/in/app -n "$SLOW" -size "$SLOW_SIZE" -rate 4096 ;;
+	slowsmall)
+		# Senders that open a connection per request need a free slot
+		# each time, which is what the slow small bodies hold.
+		SENDER_ARGS=(-c "$SENDERS" -rate "$SMALL_RATE" -new-conns)
+		scenario slowsmall 300 slowsmall -url @URL/in/app -n "$SLOWSMALL" -size 100 -every 5s
+		;;
 	*)
 		echo "unknown scenario $s" >&2
 		exit 1

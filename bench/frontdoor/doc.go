@@ -14,7 +14,14 @@
 // each (too slowly to finish within -d); one the server answers (503 when
 // the pending-body budget is full) is sent again after -reopen.
 //
-// Both print one JSON object when -d has passed: how many connections they
+//	frontdoor slowsmall -url http://HOST:PORT/in/app -n 5000 -d 20s
+//
+// keeps n requests that each announce a body of -size bytes (default 100)
+// and send one byte of it every -every (default 5s); one the server
+// answers (408 once it is too slow) or closes (to make room for another
+// connection) is sent again after -reopen.
+//
+// All print one JSON object when -d has passed: how many connections they
 // opened, how many the server closed or answered, by status, and the most
 // open at once.
 package main

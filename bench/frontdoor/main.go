@@ -61,8 +61,8 @@ func (c *counters) answer(status int) {
 }
 
 func run(ctx context.Context, args []string, stdout io.Writer) error {
-	if len(args) == 0 || (args[0] != "idle" && args[0] != "slow") {
-		return errors.New("usage: frontdoor idle|slow [flags]; -h for the flags")
+	if len(args) == 0 || (args[0] != "idle" && args[0] != "slow" && args[0] != "slowsmall") {
+		return errors.New("usage: frontdoor idle|slow|slowsmall [flags]; -h for the flags")
 	}
 	mode := args[0]
 	fs := flag.NewFlagSet("frontdoor "+mode, flag.ContinueOnError)
@@ -71,8 +71,13 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	n := fs.Int("n", 1000, "connections to keep open")
 	d := fs.Duration("d", 20*time.Second, "how long to keep them")
 	reopen := fs.Duration("reopen", time.Second, "pause before a connection the server closed or answered is opened again")
-	size := fs.Int("size", 1<<20-1<<10, "slow: body bytes each request announces")
+	defaultSize := 1<<20 - 1<<10
+	if mode == "slowsmall" {
+		defaultSize = 100
+	}
+	size := fs.Int("size", defaultSize, "slow, slowsmall: body bytes each request announces")
 	rate := fs.Int("rate", 4<<10, "slow: body bytes a second each request sends")
+	every := fs.Duration("every", 5*time.Second, "slowsmall: the pause between the bytes of each body")
 	if err := fs.Parse(args[1:]); err != nil {
 		return err
 	}
@@ -92,6 +97,12 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 			return fmt.Errorf("slow needs -url http://host:port/path: %q", *target)
 		}
 		conn = func(ctx context.Context) error { return slow(ctx, c, u, *size, *rate) }
+	case "slowsmall":
+		u, err := url.Parse(*target)
+		if err != nil || u.Host == "" {
+			return fmt.Errorf("slowsmall needs -url http://host:port/path: %q", *target)
+		}
+		conn = func(ctx context.Context) error { return trickle(ctx, c, u, *size, 1, *every) }
 	}
 	var wg sync.WaitGroup
 	for range *n {
@@ -172,6 +183,13 @@ func idle(ctx context.Context, c *counters, addr string) error {
 // slow posts a body of size bytes at rate bytes a second until the server
 // answers or closes the connection, or ctx ends.
 func slow(ctx context.Context, c *counters, u *url.URL, size, rate int) error {
+	const tick = 100 * time.Millisecond
+	return trickle(ctx, c, u, size, max(rate/int(time.Second/tick), 1), tick)
+}
+
+// trickle posts a body of size bytes, chunk bytes every tick, until the
+// server answers or closes the connection, or ctx ends.
+func trickle(ctx context.Context, c *counters, u *url.URL, size, chunkSize int, tick time.Duration) error {
 	conn, done, err := dial(ctx, c, u.Host)
 	if err != nil {
 		return err
@@ -191,8 +209,7 @@ func slow(ctx context.Context, c *counters, u *url.URL, size, rate int) error {
 		c.answer(resp.StatusCode)
 	}()
 	fmt.Fprintf(conn, "POST %s HTTP/1.1\r\nHost: frontdoor\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n", u.RequestURI(), size)
-	const tick = 100 * time.Millisecond
-	chunk := make([]byte, max(rate/int(time.Second/tick), 1))
+	chunk := make([]byte, chunkSize)
 	for i := range chunk {
 		chunk[i] = 'a'
 	}

@@ -17,7 +17,8 @@
 //
 // With -rate R the requests of all connections together are paced to R
 // per second: request k of the run is started no earlier than k/R seconds
-// after the start. With -n N the run stops once N requests (warmup
+// after the start. With -new-conns each request opens a connection of its
+// own, as senders that do not keep connections alive do. With -n N the run stops once N requests (warmup
 // included) have completed, or at the end of -d if that comes first.
 //
 // With -stamp each body also carries "sent_ns", the Unix time in

@@ -39,6 +39,9 @@ type config struct {
 	// count stops the run after this many requests; 0 runs for the
 	// duration.
 	count int
+	// newConns opens a new connection for each request, as senders that
+	// do not keep connections alive do.
+	newConns bool
 }
 
 // urls are the receivers in c.url, which lists one or more, separated by
@@ -194,6 +197,7 @@ func newWorker(sh *shared, n uint64) *worker {
 		MaxIdleConnsPerHost: 1,
 		MaxIdleConns:        1,
 		DisableCompression:  true,
+		DisableKeepAlives:   sh.cfg.newConns,
 	}
 	urls := sh.cfg.urls()
 	return &worker{

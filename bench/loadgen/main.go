@@ -47,6 +47,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.IntVar(&cfg.replay, "replay", 0, "send only redeliveries of ids <prefix>-0..<prefix>-(N-1) stored by an earlier run")
 	fs.BoolVar(&cfg.stamp, "stamp", false, "put \"sent_ns\" (send time, Unix ns) and entity fields \"order\", \"seq\", \"state\" into each body, same size")
 	fs.Float64Var(&cfg.rate, "rate", 0, "requests per second across all connections, evenly paced (0: as fast as possible)")
+	fs.BoolVar(&cfg.newConns, "new-conns", false, "open a new connection for each request instead of keeping it alive")
 	fs.IntVar(&cfg.count, "n", 0, "stop after this many requests, warmup included (0: run for -d)")
 	asJSON := fs.Bool("json", false, "print the results as one JSON object")
 	if err := fs.Parse(args); err != nil {
