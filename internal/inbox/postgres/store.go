@@ -60,11 +60,27 @@ func DefaultAcceptWriters() int {
 // twice, which the inbox.Store contract rules out.
 var ErrRepeatedHash = errors.New("inbox/postgres: hash repeated in one batch")
 
+// DefaultPingTimeout bounds the pool's health ping of an idle connection
+// when the URL sets no pool_ping_timeout.
+const DefaultPingTimeout = 2 * time.Second
+
 // Open connects to the database at url (a PostgreSQL connection string),
 // creates or migrates the inbox tables, and returns a Store whose Close
-// closes the connections.
+// closes the connections. A ping of an idle connection
+// before it is lent is bounded by pool_ping_timeout in url, or
+// DefaultPingTimeout.
 func Open(ctx context.Context, url string, opts Options) (*Store, error) {
-	pool, err := pgxpool.New(ctx, url)
+	cfg, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		return nil, fmt.Errorf("open inbox: %w", err)
+	}
+	if cfg.PingTimeout <= 0 {
+		// The pool pings a connection idle for a second before lending
+		// it; a ping abandoned by its caller runs on for up to a minute
+		// against a database that hangs, and Close waits for it.
+		cfg.PingTimeout = DefaultPingTimeout
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("open inbox: %w", err)
 	}
