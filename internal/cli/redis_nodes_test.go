@@ -219,6 +219,9 @@ func metric(t *testing.T, addr, name string) string {
 		t.Fatal(err)
 	}
 	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET /metrics: %s (the node's config must serve it: metrics.public: true)", resp.Status)
+	}
 	lines := bufio.NewScanner(resp.Body)
 	for lines.Scan() {
 		if v, ok := strings.CutPrefix(lines.Text(), name+" "); ok {

@@ -47,6 +47,8 @@ func spoolNodeConfig(t *testing.T, db, spoolPath string, i int) string {
 	cfg := fmt.Sprintf(`listen: 127.0.0.1:0
 database: %q
 workers: 2
+metrics:
+  public: true
 dedupe:
   on_store_error: spool
   spool: %s
