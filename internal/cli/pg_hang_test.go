@@ -113,16 +113,7 @@ func TestNodeAnswersWhilePostgresHangs(t *testing.T) {
 	if err := node.cmd.Process.Signal(os.Signal(syscall.SIGTERM)); err != nil {
 		t.Fatal(err)
 	}
-	exited := make(chan error, 1)
-	go func() { exited <- node.cmd.Wait() }()
-	select {
-	case <-exited:
-	case <-time.After(time.Minute):
-		// SIGQUIT makes the node print where it waits into the log.
-		node.cmd.Process.Signal(syscall.SIGQUIT)
-		<-exited
-		t.Fatal("SIGTERM: the node whose database hangs did not exit within a minute")
-	}
+	exitsWithin(t, node, time.Minute, "the node whose database hangs")
 	if st := <-answered; st == http.StatusAccepted {
 		t.Fatal("a request sent at SIGTERM while the database hangs: 202, want an error")
 	}
@@ -175,13 +166,20 @@ func TestShutdownRecordsAttemptsWithinTheLease(t *testing.T) {
 		t.Fatal(err)
 	}
 	close(release)
+	exitsWithin(t, node, time.Minute, "the node recording an attempt to its hung database")
+}
+
+// exitsWithin fails t unless p, sent SIGTERM, exits within d; a node that
+// does not is sent SIGQUIT, which prints where it waits into its log.
+func exitsWithin(t *testing.T, p *process, d time.Duration, what string) {
+	t.Helper()
 	exited := make(chan error, 1)
-	go func() { exited <- node.cmd.Wait() }()
+	go func() { exited <- p.cmd.Wait() }()
 	select {
 	case <-exited:
-	case <-time.After(time.Minute):
-		node.cmd.Process.Signal(syscall.SIGQUIT)
+	case <-time.After(d):
+		p.cmd.Process.Signal(syscall.SIGQUIT)
 		<-exited
-		t.Fatal("SIGTERM: the node recording an attempt to its hung database did not exit within a minute")
+		t.Fatalf("SIGTERM: %s did not exit within %v", what, d)
 	}
 }

@@ -1,7 +1,6 @@
 package cli_test
 
 import (
-	"bytes"
 	"fmt"
 	"io"
 	"net/http"
@@ -64,22 +63,8 @@ sources:
 			t.Fatal(err)
 		}
 		body := fmt.Appendf(nil, `{"action":"opened","delivery":%q}`, delivery)
-		req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, p.addr+"/in/gh", bytes.NewReader(body))
-		if err != nil {
-			t.Fatal(err)
-		}
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("X-GitHub-Event", "issues")
-		req.Header.Set("X-GitHub-Delivery", delivery)
-		if err := signer.Sign(req, body); err != nil {
-			t.Fatal(err)
-		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		resp.Body.Close()
-		return resp.StatusCode
+		return postSigned(t, signer, p.addr+"/in/gh", body, http.Header{
+			"X-Github-Event": {"issues"}, "X-Github-Delivery": {delivery}})
 	}
 	for _, s := range []struct {
 		secret, delivery string

@@ -75,22 +75,8 @@ func sendGitHub(t *testing.T, base string, body []byte, id string) int {
 	if err != nil {
 		t.Fatal(err)
 	}
-	req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, base+"/in/gh", bytes.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("X-GitHub-Delivery", id)
-	req.Header.Set("X-GitHub-Event", "issues")
-	req.Header.Set("Content-Type", "application/json")
-	if err := src.Signer().Sign(req, body); err != nil {
-		t.Fatal(err)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	return resp.StatusCode
+	return postSigned(t, src.Signer(), base+"/in/gh", body, http.Header{
+		"X-Github-Delivery": {id}, "X-Github-Event": {"issues"}})
 }
 
 // spoolReports are `hookgate reconcile --json` of the spools at paths.

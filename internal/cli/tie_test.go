@@ -62,11 +62,23 @@ func sendStripe(t *testing.T, signer interface {
 	t.Helper()
 	body := fmt.Appendf(nil, `{"id":%q,"object":"event","type":%q,"created":%d,"data":{"object":{"id":%q,"object":"payment_intent","status":%q}}}`,
 		id, typ, stripeCreated, pi, status)
-	req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, addr+"/in/stripe", bytes.NewReader(body))
+	return postSigned(t, signer, addr+"/in/stripe", body, nil)
+}
+
+// postSigned posts body to url with header, signed by signer, and returns
+// the status code.
+func postSigned(t *testing.T, signer interface {
+	Sign(*http.Request, []byte) error
+}, url string, body []byte, header http.Header) int {
+	t.Helper()
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, url, bytes.NewReader(body))
 	if err != nil {
 		t.Fatal(err)
 	}
 	req.Header.Set("Content-Type", "application/json")
+	for name, values := range header {
+		req.Header[name] = values
+	}
 	if err := signer.Sign(req, body); err != nil {
 		t.Fatal(err)
 	}
