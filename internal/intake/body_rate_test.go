@@ -26,7 +26,7 @@ func rateServer(t *testing.T, maxBody, rate int64, grace time.Duration) (*httpte
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := intake.NewCommitter(openStore(t), intake.CommitterOptions{})
+	c := newCommitter(openStore(t), intake.CommitterOptions{})
 	srv := httptest.NewServer(intake.NewHandler(intake.Options{Sources: []*source.Source{src}, Committer: c,
 		MaxBody: maxBody, MaxPendingBody: maxBody, MinBodyRate: rate, BodyGrace: grace}))
 	t.Cleanup(func() {

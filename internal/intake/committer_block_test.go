@@ -88,7 +88,7 @@ func submitAsync(c *intake.Committer, s *gatedStore, it inbox.Item) <-chan answe
 func TestJoinedCopyWaitsForTheWrite(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		s := newGatedStore(t)
-		c := intake.NewCommitter(s, intake.CommitterOptions{RecentKeys: -1})
+		c := newCommitter(s, intake.CommitterOptions{RecentKeys: -1})
 		defer c.Close()
 
 		first := submitAsync(c, s, item("evt_join"))
@@ -134,7 +134,7 @@ func TestJoinedCopyWaitsForTheWrite(t *testing.T) {
 func TestJoinedCopiesShareTheFailure(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		s := newGatedStore(t)
-		c := intake.NewCommitter(s, intake.CommitterOptions{})
+		c := newCommitter(s, intake.CommitterOptions{})
 		defer c.Close()
 
 		first := submitAsync(c, s, item("evt_fail"))
@@ -165,7 +165,7 @@ func TestJoinedCopiesShareTheFailure(t *testing.T) {
 func TestFailedWriteIsNotRemembered(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		s := newGatedStore(t)
-		c := intake.NewCommitter(s, intake.CommitterOptions{})
+		c := newCommitter(s, intake.CommitterOptions{})
 		defer c.Close()
 		for attempt, gate := range []error{errors.New("database is locked"), nil} {
 			ch := submitAsync(c, s, item("evt_again"))
@@ -204,7 +204,7 @@ func TestCloseWritesQueuedEvents(t *testing.T) {
 
 func closeWithQueuedEvent(t *testing.T, s *gatedStore, round int) {
 	t.Helper()
-	c := intake.NewCommitter(s, intake.CommitterOptions{})
+	c := newCommitter(s, intake.CommitterOptions{})
 	running, queuedID := fmt.Sprint("evt_running_", round), fmt.Sprint("evt_queued_", round)
 	first := submitAsync(c, s, item(running))
 	<-s.calls
@@ -248,7 +248,7 @@ func TestRecentKeysAreBounded(t *testing.T) {
 	t.Parallel()
 	store := &countingStore{Store: openStore(t)}
 	const size, keys = 32, 300
-	c := intake.NewCommitter(store, intake.CommitterOptions{RecentKeys: size})
+	c := newCommitter(store, intake.CommitterOptions{RecentKeys: size})
 	defer c.Close()
 	submitAll := func(want dedupe.Status) {
 		t.Helper()
@@ -278,7 +278,7 @@ func (parallelStore) AcceptWriters() int { return 2 }
 func TestParallelWriters(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		s := parallelStore{newGatedStore(t)}
-		c := intake.NewCommitter(s, intake.CommitterOptions{})
+		c := newCommitter(s, intake.CommitterOptions{})
 		defer c.Close()
 		first := submitAsync(c, s.gatedStore, item("evt_one"))
 		<-s.calls
@@ -310,7 +310,7 @@ func TestHungWriteFailsAtTheStoreTimeout(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		const timeout = 5 * time.Second
 		s := newGatedStore(t)
-		c := intake.NewCommitter(s, intake.CommitterOptions{RecentKeys: -1, StoreTimeout: timeout})
+		c := newCommitter(s, intake.CommitterOptions{RecentKeys: -1, StoreTimeout: timeout})
 		defer c.Close()
 		start := time.Now()
 		hung := submitAsync(c, s, item("evt_hung"))

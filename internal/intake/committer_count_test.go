@@ -43,7 +43,7 @@ func TestRememberedDuplicatesAreCounted(t *testing.T) {
 			t.Parallel()
 			store := open(t)
 			counting := &countingAcceptor{Acceptor: store, DuplicateCounter: store}
-			c := intake.NewCommitter(counting, intake.CommitterOptions{})
+			c := newCommitter(counting, intake.CommitterOptions{})
 			submit := func(want dedupe.Status) {
 				t.Helper()
 				outs, errs, err := c.Submit(t.Context(), []inbox.Item{item("evt_remembered")})
@@ -89,7 +89,7 @@ func (a *countingAcceptor) Accept(ctx context.Context, items []inbox.Item) ([]in
 func TestRememberedDuplicatesCountedUnderLoad(t *testing.T) {
 	t.Parallel()
 	store := openStore(t)
-	c := intake.NewCommitter(store, intake.CommitterOptions{})
+	c := newCommitter(store, intake.CommitterOptions{})
 	if _, _, err := c.Submit(t.Context(), []inbox.Item{item("evt_hot")}); err != nil {
 		t.Fatal(err)
 	}

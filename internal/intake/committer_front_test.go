@@ -37,7 +37,7 @@ func newFrontNode(t *testing.T, db string, fr *front.Front) *frontNode {
 	}
 	t.Cleanup(func() { store.Close() })
 	counting := &countingAcceptor{Acceptor: store, DuplicateCounter: store}
-	return &frontNode{c: intake.NewCommitter(counting, intake.CommitterOptions{RecentKeys: -1, Front: fr}), store: counting}
+	return &frontNode{c: newCommitter(counting, intake.CommitterOptions{RecentKeys: -1, Front: fr}), store: counting}
 }
 
 func (n *frontNode) submit(t *testing.T, id string, want dedupe.Status, storeAsked int64) {
@@ -169,13 +169,13 @@ func TestFrontReleasesFailedWrite(t *testing.T) {
 	client, prefix := redistest.New(t)
 	fr := longLeaseFront(t, client, prefix)
 	store := &failOnce{Acceptor: openStore(t)}
-	c := intake.NewCommitter(store, intake.CommitterOptions{RecentKeys: -1, Front: fr})
+	c := newCommitter(store, intake.CommitterOptions{RecentKeys: -1, Front: fr})
 	_, errs, err := c.Submit(t.Context(), []inbox.Item{item("evt_failed")})
 	if err != nil || errs[0] == nil {
 		t.Fatalf("the failed write: %v %v, want its error", err, errs)
 	}
 	c.Close() // its releases are done
-	c = intake.NewCommitter(store, intake.CommitterOptions{RecentKeys: -1, Front: fr})
+	c = newCommitter(store, intake.CommitterOptions{RecentKeys: -1, Front: fr})
 	defer c.Close()
 	if st := submitOne(t, c, "evt_failed"); st != dedupe.New {
 		t.Fatalf("the sender's retry: %v, want new (its claim released)", st)
@@ -205,7 +205,7 @@ func TestFrontNeverRecordsInFlightAsStored(t *testing.T) {
 	if err != nil || claims[0].Status != dedupe.New {
 		t.Fatalf("claim through the other store: %+v %v", claims, err)
 	}
-	c := intake.NewCommitter(store, intake.CommitterOptions{RecentKeys: -1, Front: fr})
+	c := newCommitter(store, intake.CommitterOptions{RecentKeys: -1, Front: fr})
 	if st := submitOne(t, c, "evt_elsewhere"); st != dedupe.InFlight {
 		t.Fatalf("while another process holds it: %v, want in flight", st)
 	}
@@ -213,7 +213,7 @@ func TestFrontNeverRecordsInFlightAsStored(t *testing.T) {
 	if err := other.Release(t.Context(), claims[0].Lease); err != nil {
 		t.Fatal(err)
 	}
-	c = intake.NewCommitter(store, intake.CommitterOptions{RecentKeys: -1, Front: fr})
+	c = newCommitter(store, intake.CommitterOptions{RecentKeys: -1, Front: fr})
 	defer c.Close()
 	if st := submitOne(t, c, "evt_elsewhere"); st != dedupe.New {
 		t.Fatalf("once the other claim is gone: %v, want new (the front recorded nothing)", st)
@@ -232,7 +232,7 @@ func TestFrontReleasesClaimsOfAbandonedRequest(t *testing.T) {
 	// A queue of one request: the first is being written, the second
 	// waits in the queue, the third waits to be queued.
 	// The store timeout is far off: the held write must not time out.
-	c := intake.NewCommitter(store, intake.CommitterOptions{RecentKeys: -1, Front: fr, MaxBatch: 1, StoreTimeout: time.Hour})
+	c := newCommitter(store, intake.CommitterOptions{RecentKeys: -1, Front: fr, MaxBatch: 1, StoreTimeout: time.Hour})
 	first := submitAsync(c, store, item("evt_first"))
 	<-store.calls
 	ids := []string{"evt_second", "evt_third"}

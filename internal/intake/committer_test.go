@@ -43,6 +43,20 @@ func openStoreAt(t *testing.T, now func() time.Time) *inboxsqlite.Store {
 	return s
 }
 
+// testStoreTimeout is the store timeout of the committers these tests
+// make: far above a write on a machine whose other tests fsync at once,
+// so only the tests of the timeout itself see one.
+const testStoreTimeout = time.Minute
+
+// newCommitter is intake.NewCommitter with testStoreTimeout unless the
+// test sets a store timeout of its own.
+func newCommitter(s intake.Acceptor, opts intake.CommitterOptions) *intake.Committer {
+	if opts.StoreTimeout == 0 {
+		opts.StoreTimeout = testStoreTimeout
+	}
+	return intake.NewCommitter(s, opts)
+}
+
 func item(id string) inbox.Item {
 	k := dedupe.Key{Provider: "test", EventID: id}
 	return inbox.Item{Event: inbox.Event{Hash: k.Hash(), Scope: k.Scope(), Source: "test", Provider: "test", EventID: id, Payload: []byte("{}")}, Window: time.Hour}
@@ -53,7 +67,7 @@ func item(id string) inbox.Item {
 func TestCommitterGroupsConcurrentSubmits(t *testing.T) {
 	t.Parallel()
 	store := &countingStore{Store: openStore(t)}
-	c := intake.NewCommitter(store, intake.CommitterOptions{})
+	c := newCommitter(store, intake.CommitterOptions{})
 	defer c.Close()
 	const submitters, each = 64, 20
 	var wg sync.WaitGroup
@@ -89,7 +103,7 @@ func TestCommitterSingleFlight(t *testing.T) {
 	store := &countingStore{Store: openStore(t)}
 	// Without the memory of committed keys, so every copy meets the first
 	// one in flight or in the store.
-	c := intake.NewCommitter(store, intake.CommitterOptions{RecentKeys: -1})
+	c := newCommitter(store, intake.CommitterOptions{RecentKeys: -1})
 	defer c.Close()
 	const copies = 50
 	var wg sync.WaitGroup
@@ -130,7 +144,7 @@ func TestCommitterSingleFlight(t *testing.T) {
 // Close answers every submitted event and refuses new ones.
 func TestCommitterCloseDrains(t *testing.T) {
 	t.Parallel()
-	c := intake.NewCommitter(openStore(t), intake.CommitterOptions{})
+	c := newCommitter(openStore(t), intake.CommitterOptions{})
 	var wg sync.WaitGroup
 	var answered, refused atomic.Int64
 	start := make(chan struct{})
@@ -165,7 +179,7 @@ func TestCommitterRemembersCommittedKeys(t *testing.T) {
 	t.Parallel()
 	clock := dedupetest.NewClock(time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC))
 	store := &countingStore{Store: openStoreAt(t, clock.Now)}
-	c := intake.NewCommitter(store, intake.CommitterOptions{Now: clock.Now})
+	c := newCommitter(store, intake.CommitterOptions{Now: clock.Now})
 	defer c.Close()
 	submit := func(id string) inbox.Outcome {
 		t.Helper()

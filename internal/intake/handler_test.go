@@ -82,7 +82,7 @@ func setup(t testing.TB, maxBody int64) *bundle {
 		b.sources[sc.Name] = s
 		srcs = append(srcs, s)
 	}
-	c := intake.NewCommitter(store, intake.CommitterOptions{})
+	c := newCommitter(store, intake.CommitterOptions{})
 	srv := httptest.NewServer(intake.NewHandler(intake.Options{Sources: srcs, Committer: c, MaxBody: maxBody, Metrics: b.metrics}))
 	t.Cleanup(func() {
 		srv.Close()
@@ -582,7 +582,7 @@ func TestStoreFailureLogsTheCause(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := intake.NewCommitter(store, intake.CommitterOptions{})
+	c := newCommitter(store, intake.CommitterOptions{})
 	defer c.Close()
 	logger := slog.New(slog.NewTextHandler(lockedWriter{&mu, &logs}, nil))
 	srv := httptest.NewServer(intake.NewHandler(intake.Options{Sources: []*source.Source{src}, Committer: c, Logger: logger}))

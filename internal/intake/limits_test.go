@@ -31,7 +31,7 @@ func budgetServer(t *testing.T, maxBody, maxPending int64) (*httptest.Server, *m
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := intake.NewCommitter(openStore(t), intake.CommitterOptions{})
+	c := newCommitter(openStore(t), intake.CommitterOptions{})
 	m := metrics.New()
 	srv := httptest.NewServer(intake.NewHandler(intake.Options{Sources: []*source.Source{src}, Committer: c,
 		MaxBody: maxBody, MaxPendingBody: maxPending, Metrics: m}))
@@ -101,7 +101,7 @@ func TestPendingBodyBudget(t *testing.T) {
 // as hookgate_busy_total{reason="not_ready"}; ok again once Ready is.
 func TestNotReadyCounted(t *testing.T) {
 	t.Parallel()
-	c := intake.NewCommitter(openStore(t), intake.CommitterOptions{})
+	c := newCommitter(openStore(t), intake.CommitterOptions{})
 	defer c.Close()
 	m := metrics.New()
 	var failing atomic.Bool
@@ -249,7 +249,7 @@ func TestPendingBodyBudgetGivenBackOnErrors(t *testing.T) {
 // probes that come while it hangs do not wait for it either.
 func TestReadyzAnswersWhileReadyHangs(t *testing.T) {
 	t.Parallel()
-	c := intake.NewCommitter(openStore(t), intake.CommitterOptions{})
+	c := newCommitter(openStore(t), intake.CommitterOptions{})
 	defer c.Close()
 	hang := make(chan struct{})
 	srv := httptest.NewServer(intake.NewHandler(intake.Options{Committer: c,

@@ -196,7 +196,7 @@ func TestReplaysConcurrent(t *testing.T) {
 func TestGuardedCopiesNotInOneBatch(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		s := newGatedStore(t)
-		c := intake.NewCommitter(s, intake.CommitterOptions{RecentKeys: -1})
+		c := newCommitter(s, intake.CommitterOptions{RecentKeys: -1})
 		defer c.Close()
 		blocker := submitAsync(c, s, item("evt_blocker"))
 		<-s.calls
@@ -263,7 +263,7 @@ func TestReplaysAcrossProcesses(t *testing.T) {
 			}
 			srcs = append(srcs, src)
 		}
-		committer := intake.NewCommitter(store, intake.CommitterOptions{})
+		committer := newCommitter(store, intake.CommitterOptions{})
 		srv := httptest.NewServer(intake.NewHandler(intake.Options{Sources: srcs, Committer: committer}))
 		defer committer.Close()
 		defer srv.Close()

@@ -123,7 +123,7 @@ func setupWith(t *testing.T, cfgs []config.Source) *bundle {
 		b.sources[sc.Name] = s
 		srcs = append(srcs, s)
 	}
-	c := intake.NewCommitter(store, intake.CommitterOptions{})
+	c := newCommitter(store, intake.CommitterOptions{})
 	srv := httptest.NewServer(intake.NewHandler(intake.Options{Sources: srcs, Committer: c, Metrics: b.metrics}))
 	t.Cleanup(func() {
 		srv.Close()
