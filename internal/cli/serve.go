@@ -75,6 +75,7 @@ Without --config it serves a demo source on the embedded SQLite database
 	}
 	ln, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {
+		gw.Close()
 		return fmt.Errorf("listen: %w", err)
 	}
 	base := "http://" + ln.Addr().String()
@@ -86,6 +87,7 @@ Without --config it serves a demo source on the embedded SQLite database
 	if demo {
 		if err := printDemo(std, base, demoSecret, gw.Sources()[0]); err != nil {
 			ln.Close()
+			gw.Close()
 			return err
 		}
 	}

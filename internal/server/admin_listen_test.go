@@ -15,6 +15,7 @@ import (
 	"github.com/hookgate/hookgate/internal/inbox"
 	inboxsqlite "github.com/hookgate/hookgate/internal/inbox/sqlite"
 	"github.com/hookgate/hookgate/internal/server"
+	"github.com/hookgate/hookgate/internal/spool"
 )
 
 const metricsToken = "metrics-token-e2e-0123456789abcdef0123"
@@ -229,6 +230,7 @@ func TestAdminListenInUse(t *testing.T) {
 	defer store.Close()
 	cfg := config.Default()
 	cfg.Admin.Listen = taken.Addr().String()
+	spoolPath := withSpool(t, &cfg)
 	gw, err := server.New(cfg, server.Options{Store: store})
 	if err != nil {
 		t.Fatal(err)
@@ -244,6 +246,51 @@ func TestAdminListenInUse(t *testing.T) {
 	if _, err := ln.Accept(); !errors.Is(err, net.ErrClosed) {
 		t.Errorf("public listener: Accept = %v, want it closed", err)
 	}
+	spoolReleased(t, spoolPath)
+}
+
+// withSpool turns cfg's on_store_error to spool, into a file of the test's;
+// it returns the file's path.
+func withSpool(t *testing.T, cfg *config.Config) string {
+	t.Helper()
+	cfg.Dedupe.OnStoreError = config.OnStoreErrorSpool
+	cfg.Dedupe.Spool = filepath.Join(t.TempDir(), "spool.db")
+	return cfg.Dedupe.Spool
+}
+
+// spoolReleased fails the test unless the spool at path can be opened: a
+// gateway that still holds it keeps every other opener out (G4, one node
+// per spool).
+func spoolReleased(t *testing.T, path string) {
+	t.Helper()
+	sp, err := spool.Open(context.Background(), path, spool.Options{})
+	if err != nil {
+		t.Fatalf("the spool is still held: %v", err)
+	}
+	sp.Close()
+}
+
+// Close releases what New opened: the spool's file, which another
+// process (or a restarted gateway) takes next.
+func TestCloseReleasesTheSpool(t *testing.T) {
+	t.Parallel()
+	store, err := inboxsqlite.Open(filepath.Join(t.TempDir(), "hookgate.db"), inboxsqlite.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	cfg := config.Default()
+	path := withSpool(t, &cfg)
+	gw, err := server.New(cfg, server.Options{Store: store})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sp, err := spool.Open(context.Background(), path, spool.Options{}); err == nil {
+		sp.Close()
+		t.Fatal("a second opener took the spool while the gateway held it")
+	}
+	gw.Close()
+	spoolReleased(t, path)
 }
 
 // failingWrites is a real inbox whose writes fail while fail is set; its

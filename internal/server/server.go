@@ -77,6 +77,9 @@ type Server struct {
 	fallback *spool.Fallback
 	spool    *spool.Spool
 	front    *front.Front
+	// closeOnce closes the spool and the front once, whichever of Close
+	// and Serve's shutdown comes first.
+	closeOnce sync.Once
 	// stopConsole ends the console's background reading at Close.
 	stopConsole context.CancelFunc
 }
@@ -167,7 +170,6 @@ func New(cfg config.Config, opts Options) (*Server, error) {
 		api, err := admin.New(admin.Options{Store: s.store, Token: token, Logger: s.log})
 		if err != nil {
 			s.Close()
-			s.closeDedupe()
 			return nil, err
 		}
 		s.admin.Handle("/api/", api)
@@ -177,7 +179,6 @@ func New(cfg config.Config, opts Options) (*Server, error) {
 		if err != nil {
 			stop()
 			s.Close()
-			s.closeDedupe()
 			return nil, err
 		}
 		s.stopConsole = stop
@@ -229,14 +230,16 @@ func (s *Server) openDedupe(cfg config.Config, opts Options) (intake.Acceptor, e
 }
 
 // closeDedupe closes the spool and the Redis front, once nothing uses
-// them.
+// them; only the first call does.
 func (s *Server) closeDedupe() {
-	if s.spool != nil {
-		s.spool.Close()
-	}
-	if s.front != nil {
-		s.front.Close()
-	}
+	s.closeOnce.Do(func() {
+		if s.spool != nil {
+			s.spool.Close()
+		}
+		if s.front != nil {
+			s.front.Close()
+		}
+	})
 }
 
 // ready is what /readyz checks: the last write to the store succeeded, or
@@ -320,10 +323,19 @@ func headers(hs map[string]config.HeaderValue) map[string]string {
 	return out
 }
 
-// Close stops intake: events submitted before are written and answered,
-// later ones are refused. Serve calls it; a caller that serves Handler
-// itself calls it once its HTTP server is shut down.
+// Close stops intake (events submitted before are written and answered,
+// later ones are refused) and releases what New opened: the spool, whose
+// file another process may then take, and the Redis front. Serve calls
+// it; a caller that serves Handler itself calls it once its HTTP server is
+// shut down and Run has returned.
 func (s *Server) Close() {
+	s.stopIntake()
+	s.closeDedupe()
+}
+
+// stopIntake writes and answers the events submitted so far, refuses later
+// ones and ends the console's background reading.
+func (s *Server) stopIntake() {
 	s.committer.Close()
 	if s.stopConsole != nil {
 		s.stopConsole()
@@ -450,7 +462,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		err = errors.Join(err, srv.Shutdown(sctx))
 	}
 	cancel()
-	s.Close()
+	s.stopIntake()
 	stopWork()
 	err = errors.Join(err, <-worked)
 	s.closeDedupe()
