@@ -186,8 +186,14 @@ func (l *limitListener) watchBodies(h http.Handler) http.Handler {
 			l.mu.Unlock()
 		})
 		defer done()
-		r.Body = &watchedBody{ReadCloser: r.Body, received: &lc.received, done: done}
-		h.ServeHTTP(w, r)
+		body := &watchedBody{ReadCloser: r.Body, received: &lc.received, done: done}
+		r.Body = body
+		h.ServeHTTP(closeUnread{ResponseWriter: w, body: body}, r)
+		if !body.ended.Load() {
+			// The server reads what is left of a body after the answer,
+			// to keep the connection; this one is closed instead.
+			http.NewResponseController(w).SetReadDeadline(time.Now())
+		}
 	})
 }
 
@@ -197,15 +203,50 @@ type watchedBody struct {
 	io.ReadCloser
 	received *atomic.Int64
 	done     func()
+	// ended is set once a read returned an error: the body's end or its
+	// failure, after which nothing of it is left to read.
+	ended atomic.Bool
 }
 
 func (b *watchedBody) Read(p []byte) (int, error) {
 	n, err := b.ReadCloser.Read(p)
 	b.received.Add(int64(n))
 	if err != nil {
+		b.ended.Store(true)
 		b.done()
 	}
 	return n, err
+}
+
+// closeUnread answers a request whose body was not read to its end (an
+// unknown source or path, 415, a full pending budget) with Connection:
+// close, and watchBodies ends its reading once the handler returns.
+// Without them the server would read what is left of the body after the
+// answer, to keep the connection, under the minute-long read timeout and
+// unwatched: a sender trickling small bodies to a wrong path would hold
+// its slot all that time, out of reach of the room-making in Accept.
+type closeUnread struct {
+	http.ResponseWriter
+	body *watchedBody
+}
+
+func (w closeUnread) WriteHeader(code int) {
+	w.closeIfUnread()
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w closeUnread) Write(p []byte) (int, error) {
+	w.closeIfUnread()
+	return w.ResponseWriter.Write(p)
+}
+
+// Unwrap lets http.ResponseController reach the server's writer.
+func (w closeUnread) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+func (w closeUnread) closeIfUnread() {
+	if !w.body.ended.Load() {
+		w.Header().Set("Connection", "close")
+	}
 }
 
 // connState is the serving http.Server's ConnState: a connection between
@@ -267,6 +308,16 @@ type limitConn struct {
 	// l.mu; received counts the bytes of that body read so far.
 	bodyStart time.Time
 	received  atomic.Int64
+}
+
+// CloseWrite ends the sending half, as the server does before it closes
+// a connection it answered with Connection: close, so the sender sees the
+// end of the answer at once.
+func (c *limitConn) CloseWrite() error {
+	if cw, ok := c.Conn.(interface{ CloseWrite() error }); ok {
+		return cw.CloseWrite()
+	}
+	return nil
 }
 
 func (c *limitConn) Close() error {

@@ -225,22 +225,8 @@ func TestSlowSmallBodiesMakeRoom(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer quiet.Close()
-	body := []byte(`{"id":"evt_slowsmall","object":"event","type":"charge.succeeded","created":1,"data":{"object":{"id":"ch_1"}}}`)
-	req, err := http.NewRequest(http.MethodPost, srv.public+"/in/stripe", bytes.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := srv.gw.Sources()[0].Signer().Sign(req, body); err != nil {
-		t.Fatal(err)
-	}
-	client := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
-	resp, err := client.Do(req)
-	if err != nil {
-		t.Fatalf("a sender on a new connection while slow bodies hold every slot: %v", err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusAccepted {
-		t.Fatalf("a sender on a new connection while slow bodies hold every slot: %d, want 202", resp.StatusCode)
+	if code, err := sendSigned(srv, "evt_slowsmall"); err != nil || code != http.StatusAccepted {
+		t.Fatalf("a sender on a new connection while slow bodies hold every slot: %d %v, want 202", code, err)
 	}
 	if status := request(t, quiet, bufio.NewReader(quiet)); !strings.HasPrefix(status, "200") {
 		t.Fatalf("the connection opened last: %q, want 200 (a slow body closed, not it)", status)
@@ -248,6 +234,79 @@ func TestSlowSmallBodiesMakeRoom(t *testing.T) {
 	_, scrape := getPath(t, srv.public+"/metrics", "")
 	if n := metricValue(t, scrape, "hookgate_slow_bodies_closed_total"); n < 1 {
 		t.Errorf("hookgate_slow_bodies_closed_total = %v, want at least the one that made room", n)
+	}
+}
+
+// sendSigned posts a signed Stripe event with the given id to srv's
+// stripe source on a new connection and returns the answer's status.
+func sendSigned(srv *served, id string) (int, error) {
+	body := []byte(`{"id":"` + id + `","object":"event","type":"charge.succeeded","created":1,"data":{"object":{"id":"ch_1"}}}`)
+	req, err := http.NewRequest(http.MethodPost, srv.public+"/in/stripe", bytes.NewReader(body))
+	if err != nil {
+		return 0, err
+	}
+	if err := srv.gw.Sources()[0].Signer().Sign(req, body); err != nil {
+		return 0, err
+	}
+	client := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
+	resp, err := client.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	resp.Body.Close()
+	return resp.StatusCode, nil
+}
+
+// A body nobody reads (an unknown source or path) is not read by the
+// server either: it is answered at once and its connection closed, so
+// small bodies trickling to a wrong path cannot hold the slots for the
+// read timeout, where making room cannot reach them, and lock senders
+// out.
+func TestUnreadSlowBodiesLeave(t *testing.T) {
+	t.Parallel()
+	const limit = 20
+	cfg := config.Default()
+	cfg.Limits.MaxConnections = limit
+	cfg.Limits.BodyGrace = config.Duration(time.Minute)
+	srv := serve(t, cfg, nil)
+	addr := strings.TrimPrefix(srv.public, "http://")
+	paths := []string{"/in/nosuch", "/nowhere"}
+	for i := range limit {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		c.SetDeadline(time.Now().Add(5 * time.Second))
+		if _, err := c.Write([]byte("POST " + paths[i%len(paths)] + " HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{")); err != nil {
+			t.Fatal(err)
+		}
+		r := bufio.NewReader(c)
+		resp, err := http.ReadResponse(r, nil)
+		if err != nil {
+			t.Fatalf("a trickling body to %s: %v, want an answer at once", paths[i%len(paths)], err)
+		}
+		_, err = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if err != nil || resp.StatusCode != http.StatusNotFound || !resp.Close {
+			t.Fatalf("a trickling body to %s: %d %v, closing %v; want 404 and the connection closed", paths[i%len(paths)], resp.StatusCode, err, resp.Close)
+		}
+		if _, err := r.ReadByte(); err != io.EOF {
+			t.Fatalf("after the answer to %s: %v, want the connection closed", paths[i%len(paths)], err)
+		}
+	}
+	// The server closes its side a moment after the answer; a sender that
+	// comes in that moment may be told to retry.
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		code, err := sendSigned(srv, "evt_unread")
+		if err == nil && code == http.StatusAccepted {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("a sender after the trickling bodies were answered: %d %v, want 202", code, err)
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 }
 
