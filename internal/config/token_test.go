@@ -64,3 +64,27 @@ func TestShortTokensRefused(t *testing.T) {
 		t.Errorf("Validate of a configuration built in code = %v, want the short admin.token refused", err)
 	}
 }
+
+// A destination URL the validator refuses is described, never quoted: a
+// mistyped Slack webhook or ?token= URL would put its secret on screen
+// and in CI logs (issue 19, section 2).
+func TestRefusedURLNotShown(t *testing.T) {
+	for _, raw := range []string{
+		"hooks.slack.com/services/T000/B000/PATHSECRET?token=QUERYSECRET",
+		"ftp://user:USERSECRET@example.com/PATHSECRET?token=QUERYSECRET",
+		"https:///PATHSECRET?token=QUERYSECRET",
+		"http://bad host/PATHSECRET",
+	} {
+		yaml := "sources:\n  - name: s\n    provider: github\n    secret: env:GITHUB_SECRET\n    destinations:\n      - name: app\n        url: " + raw + "\n"
+		t.Setenv("GITHUB_SECRET", "github-secret")
+		_, err := Parse([]byte(yaml))
+		if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "destinations[0].url") {
+			t.Fatalf("%s: Parse = %v, want the url refused", raw, err)
+		}
+		for _, secret := range []string{"USERSECRET", "PATHSECRET", "QUERYSECRET"} {
+			if strings.Contains(err.Error(), secret) {
+				t.Errorf("the error shows the URL's %s: %v", secret, err)
+			}
+		}
+	}
+}

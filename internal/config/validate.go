@@ -382,6 +382,27 @@ func checkSchemaFile(path string) error {
 	return nil
 }
 
+// urlProblem says what keeps raw from being an absolute http or https
+// URL without quoting any of it, since a destination's URL may carry a
+// token (a Slack webhook's path, a ?token=); "" when it is one.
+func urlProblem(raw string) string {
+	if raw == "" {
+		return "missing"
+	}
+	u, err := url.Parse(raw)
+	switch {
+	case err != nil:
+		return "not a URL"
+	case u.Scheme == "":
+		return "no scheme"
+	case u.Scheme != "http" && u.Scheme != "https":
+		return fmt.Sprintf("scheme %q", u.Scheme)
+	case u.Host == "":
+		return "no host"
+	}
+	return ""
+}
+
 func (d Destination) check() []*FieldError {
 	var errs []*FieldError
 	add := func(field string, format string, args ...any) {
@@ -390,8 +411,8 @@ func (d Destination) check() []*FieldError {
 	if !sourceName.MatchString(d.Name) {
 		add("name", "%q: want lower-case letters, digits, '_' and '-'", d.Name)
 	}
-	if u, err := url.Parse(d.URL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		add("url", "%q: want an absolute http or https URL", d.URL)
+	if problem := urlProblem(d.URL); problem != "" {
+		add("url", "%s: want an absolute http or https URL (the URL is not shown: its path, query or user may hold a token)", problem)
 	}
 	if v := d.Secret.Value(); v != "" && !validWebhookSecret(v) {
 		add("secret", "%w: want a Standard Webhooks secret, whsec_ and base64 (the value is not shown)", ErrSecret)
