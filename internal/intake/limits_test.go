@@ -252,8 +252,16 @@ func TestReadyzAnswersWhileReadyHangs(t *testing.T) {
 	c := newCommitter(openStore(t), intake.CommitterOptions{})
 	defer c.Close()
 	hang := make(chan struct{})
+	// The check is given at most a second: how long /readyz may take,
+	// whatever the check does with its context.
+	budgets := make(chan time.Duration, 3)
 	srv := httptest.NewServer(intake.NewHandler(intake.Options{Committer: c,
-		Ready: func(context.Context) error {
+		Ready: func(ctx context.Context) error {
+			dl, ok := ctx.Deadline()
+			if !ok {
+				dl = time.Now().Add(time.Hour)
+			}
+			budgets <- time.Until(dl)
 			<-hang
 			return nil
 		}}))
@@ -269,6 +277,9 @@ func TestReadyzAnswersWhileReadyHangs(t *testing.T) {
 		resp.Body.Close()
 		if resp.StatusCode != http.StatusServiceUnavailable {
 			t.Fatalf("/readyz while the check hangs: %d, want 503", resp.StatusCode)
+		}
+		if b := <-budgets; b > time.Second {
+			t.Fatalf("/readyz gave its check %v, want at most a second", b)
 		}
 	}
 }
