@@ -115,11 +115,19 @@ func TestSpoolDrainsOnceTheDiskHasRoom(t *testing.T) {
 		st, err := send(t.Context(), client, src, p.addr, fmt.Sprintf("msg_after_%d", tries))
 		return err == nil && st == http.StatusAccepted
 	})
-	for failed := 0; failed < 3; {
-		if line := <-logs; strings.Contains(line, "draining the spool") {
-			failed++
+	failed := 0
+	eventually(t, "three failed drains to be logged", func() bool {
+		for {
+			select {
+			case line := <-logs:
+				if strings.Contains(line, "draining the spool") {
+					failed++
+				}
+			default:
+				return failed >= 3
+			}
 		}
-	}
+	})
 	if n := storedRows(t, store); n != 1 {
 		t.Fatalf("%d events in the database while the spool's disk is full, want 1 (the new one)", n)
 	}
