@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/hookgate/hookgate/internal/config"
+	"github.com/hookgate/hookgate/internal/guard"
 	"github.com/hookgate/hookgate/internal/inbox"
 	inboxsqlite "github.com/hookgate/hookgate/internal/inbox/sqlite"
 	"github.com/hookgate/hookgate/internal/server"
@@ -178,6 +179,24 @@ func TestMetricsToken(t *testing.T) {
 				t.Errorf("admin.listen %q, token %q: %d %.100q, want %d", listen, token, st, body, want)
 			}
 		}
+	}
+}
+
+// Guessing metrics.token is limited as guessing the admin token is: after
+// guard.Failures wrong tokens from one address, /metrics answers 429 with
+// Retry-After, the right token from that address included.
+func TestMetricsTokenGuessingIsLimited(t *testing.T) {
+	t.Parallel()
+	cfg := config.Default()
+	cfg.Metrics.Token = config.NewSecret(metricsToken)
+	s := serve(t, cfg, nil)
+	for i := range guard.Failures {
+		if st, _ := getPath(t, s.public+"/metrics", "guessed-metrics-token-0123456789"); st != http.StatusUnauthorized {
+			t.Fatalf("wrong token %d: %d, want 401", i+1, st)
+		}
+	}
+	if st, body := getPath(t, s.public+"/metrics", metricsToken); st != http.StatusTooManyRequests {
+		t.Fatalf("right token after %d wrong ones: %d %.100q, want 429", guard.Failures, st, body)
 	}
 }
 
