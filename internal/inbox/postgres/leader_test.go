@@ -8,16 +8,19 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/hookgate/hookgate/dedupe/dedupetest"
 	"github.com/hookgate/hookgate/internal/inbox/postgres"
 	"github.com/hookgate/hookgate/internal/pgtest"
 )
 
-// One node leads at a time; the lead passes on when the leader closes,
-// and when its session dies under it.
+// With a session of its own, one node leads at a time by a session lock;
+// the lead passes on when the leader closes, and when its session dies
+// under it.
 func TestLead(t *testing.T) {
 	t.Parallel()
 	url := pgtest.New(t)
-	a, b, c := open(t, url, nil), open(t, url, nil), open(t, url, nil)
+	withSession := postgres.Options{Session: url}
+	a, b, c := openWith(t, url, withSession), openWith(t, url, withSession), openWith(t, url, withSession)
 	lead := func(name string, s interface {
 		Lead(ctx context.Context) (bool, error)
 	}, want bool) {
@@ -80,12 +83,18 @@ func closeWithin(t testing.TB, name string, close func() error) {
 // within seconds.
 func TestCloseResignsTheLead(t *testing.T) {
 	t.Parallel()
-	for _, own := range []bool{true, false} {
+	for _, c := range []struct {
+		own, session bool
+	}{{true, true}, {false, true}, {true, false}, {false, false}} {
 		url := pgtest.New(t)
+		var opts postgres.Options
+		if c.session {
+			opts.Session = url
+		}
 		var a *postgres.Store
-		if own {
+		if c.own {
 			var err error
-			if a, err = postgres.Open(t.Context(), url, postgres.Options{}); err != nil {
+			if a, err = postgres.Open(t.Context(), url, opts); err != nil {
 				t.Fatal(err)
 			}
 		} else {
@@ -94,18 +103,48 @@ func TestCloseResignsTheLead(t *testing.T) {
 				t.Fatal(err)
 			}
 			t.Cleanup(func() { closeWithin(t, "the caller's pool", func() error { pool.Close(); return nil }) })
-			if a, err = postgres.New(t.Context(), pool, postgres.Options{}); err != nil {
+			if a, err = postgres.New(t.Context(), pool, opts); err != nil {
 				t.Fatal(err)
 			}
 		}
-		b := open(t, url, nil)
+		b := openWith(t, url, opts)
 		if held, err := a.Lead(t.Context()); err != nil || !held {
-			t.Fatalf("own pool %v: a.Lead() = %v, %v; want the lead", own, held, err)
+			t.Fatalf("%+v: a.Lead() = %v, %v; want the lead", c, held, err)
+		}
+		if held, err := b.Lead(t.Context()); err != nil || held {
+			t.Fatalf("%+v: b.Lead() = %v, %v while a leads", c, held, err)
 		}
 		closeWithin(t, "a", a.Close)
-		waitFor(t, fmt.Sprintf("b to take the lead a closed on (own pool %v)", own), func() bool {
+		waitFor(t, fmt.Sprintf("b to take the lead a closed on (%+v)", c), func() bool {
 			held, err := b.Lead(t.Context())
 			return err == nil && held
 		})
 	}
+}
+
+// Without a session of its own (as through a transaction pooler) the lead
+// is a lease: the leader keeps it by renewing it within LeadFor, and
+// another node takes it once it lapses, the old leader then following.
+func TestLeaseLead(t *testing.T) {
+	t.Parallel()
+	url := pgtest.New(t)
+	clock := dedupetest.NewClock(time.Now())
+	opts := postgres.Options{Now: clock.Now, LeadFor: time.Minute}
+	a, b := openWith(t, url, opts), openWith(t, url, opts)
+	lead := func(name string, s *postgres.Store, want bool) {
+		t.Helper()
+		if got, err := s.Lead(t.Context()); err != nil || got != want {
+			t.Fatalf("%s.Lead() = %v, %v; want %v", name, got, err, want)
+		}
+	}
+	lead("a", a, true)
+	lead("b", b, false)
+	for range 3 {
+		clock.Advance(50 * time.Second)
+		lead("a", a, true) // renewed within the minute
+		lead("b", b, false)
+	}
+	clock.Advance(61 * time.Second)
+	lead("b", b, true) // a's lease lapsed
+	lead("a", a, false)
 }

@@ -16,7 +16,7 @@ const migrationLock int64 = 0x686f6f6b67617465 // "hookgate"
 // migrations are the schema versions in order; migrations[i] is version
 // i+1. They are forward-only: a released version is never edited, a
 // change is a new one.
-var migrations = []string{schemaV1, schemaV2, schemaV3}
+var migrations = []string{schemaV1, schemaV2, schemaV3, schemaV4}
 
 // schemaV1 is the first schema. Times are timestamptz; '-infinity' stands
 // for "none" (no lease, no next attempt, not processed), so the columns
@@ -175,6 +175,16 @@ CREATE INDEX IF NOT EXISTS inbox_events_outcome ON inbox_events (apply_outcome, 
 const schemaV3 = `
 ALTER TABLE inbox_events ADD COLUMN apply_tie boolean NOT NULL DEFAULT false;
 CREATE INDEX inbox_events_tie ON inbox_events (id) WHERE apply_tie;
+`
+
+// schemaV4 holds the lease on the lead of a node without a session of its
+// own (one row at most: id is always true).
+const schemaV4 = `
+CREATE TABLE inbox_leader (
+	id     boolean     PRIMARY KEY DEFAULT true CHECK (id),
+	holder text        NOT NULL,
+	until  timestamptz NOT NULL
+);
 `
 
 // migrate brings the database to the newest version in one transaction

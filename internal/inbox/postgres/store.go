@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -27,6 +28,10 @@ type Store struct {
 	now     func() time.Time
 	owned   bool
 	lead    leader
+	// session is where the parts that need a session of their own
+	// connect (Options.Session); nil when there is none.
+	session *pgx.ConnConfig
+	leadFor time.Duration
 }
 
 var _ inbox.Store = (*Store)(nil)
@@ -41,6 +46,16 @@ type Options struct {
 	// AcceptWriters is how many accept batches a node keeps in flight at
 	// once; zero means DefaultAcceptWriters.
 	AcceptWriters int
+	// Session is a connection string that reaches the database directly,
+	// bypassing any pooler, for what needs a session of its own: the
+	// lead as a session lock, and Watch's LISTEN. Empty means the pool's
+	// connections may be lent by a transaction pooler: the lead is then a
+	// lease row and Watch returns at once (the workers poll).
+	Session string
+	// LeadFor is how long a lease on the lead lasts without a Session;
+	// zero means DefaultLeadFor. The leader renews it with each Lead, so
+	// it must exceed the time between two.
+	LeadFor time.Duration
 }
 
 // DefaultAcceptWriters is two accept batches in flight where the node has
@@ -74,6 +89,11 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open inbox: %w", err)
 	}
+	if !setsExecMode(url) {
+		// No named prepared statement outlives its transaction, so a
+		// transaction pooler may lend each one another server connection.
+		cfg.ConnConfig.DefaultQueryExecMode = pgx.QueryExecModeCacheDescribe
+	}
 	if cfg.PingTimeout <= 0 {
 		// The pool pings a connection idle for a second before lending
 		// it; a ping abandoned by its caller runs on for up to a minute
@@ -96,14 +116,31 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 // New uses pool, creating the inbox tables or migrating them to this
 // version's schema. The caller keeps pool and closes it after the Store.
 func New(ctx context.Context, pool *pgxpool.Pool, opts Options) (*Store, error) {
+	s := &Store{pool: pool, now: opts.Now, writers: opts.AcceptWriters, leadFor: opts.LeadFor,
+		lead: leader{holder: rand.Text()}}
+	if opts.Session != "" {
+		cfg, err := pgx.ParseConfig(opts.Session)
+		if err != nil {
+			return nil, fmt.Errorf("open inbox: session: %w", err)
+		}
+		s.session = cfg
+	}
+	if s.writers <= 0 {
+		s.writers = DefaultAcceptWriters()
+	}
+	if s.leadFor <= 0 {
+		s.leadFor = DefaultLeadFor
+	}
 	if err := migrate(ctx, pool); err != nil {
 		return nil, fail(ctx, "open: migrate", err)
 	}
-	writers := opts.AcceptWriters
-	if writers <= 0 {
-		writers = DefaultAcceptWriters()
-	}
-	return &Store{pool: pool, now: opts.Now, writers: writers}, nil
+	return s, nil
+}
+
+// setsExecMode reports whether the connection string url chooses pgx's
+// default_query_exec_mode itself.
+func setsExecMode(url string) bool {
+	return strings.Contains(url, "default_query_exec_mode=")
 }
 
 // AcceptWriters implements intake.ParallelAcceptor (see
@@ -115,7 +152,7 @@ func (s *Store) Pool() *pgxpool.Pool { return s.pool }
 
 // Close closes the pool when the Store opened it.
 func (s *Store) Close() error {
-	s.lead.resign()
+	s.resign()
 	if s.owned {
 		s.pool.Close()
 	}

@@ -24,6 +24,12 @@ func open(t testing.TB, url string, clock *inboxtest.Clock) *postgres.Store {
 	if clock != nil {
 		opts.Now = clock.Now
 	}
+	return openWith(t, url, opts)
+}
+
+// openWith opens a Store on url with opts, closed when t ends.
+func openWith(t testing.TB, url string, opts postgres.Options) *postgres.Store {
+	t.Helper()
 	s, err := postgres.Open(t.Context(), url, opts)
 	if err != nil {
 		t.Fatal(err)

@@ -19,10 +19,15 @@ const storedChannel = "hookgate_stored"
 // again.
 const watchRetry = 5 * time.Second
 
-// Watch implements inbox.Watcher: a session of its own, outside the pool,
-// listens on storedChannel. When that session is lost it is opened again,
-// and wake is called once then, for what was stored in between.
+// Watch implements inbox.Watcher: a session of its own (Options.Session),
+// outside the pool, listens on storedChannel. When that session is lost
+// it is opened again, and wake is called once then, for what was stored
+// in between. Without a Session it returns at once: LISTEN through a
+// transaction pooler hears nothing, and the workers poll.
 func (s *Store) Watch(ctx context.Context, wake func()) error {
+	if s.session == nil {
+		return nil
+	}
 	delay := 100 * time.Millisecond
 	for ctx.Err() == nil {
 		if s.listen(ctx, wake) {
@@ -41,7 +46,7 @@ func (s *Store) Watch(ctx context.Context, wake func()) error {
 // listen holds one listening session until it fails or ctx ends, calling
 // wake for each notification. It reports whether the session was opened.
 func (s *Store) listen(ctx context.Context, wake func()) bool {
-	conn, err := pgx.ConnectConfig(ctx, s.pool.Config().ConnConfig.Copy())
+	conn, err := pgx.ConnectConfig(ctx, s.session.Copy())
 	if err != nil {
 		return false
 	}

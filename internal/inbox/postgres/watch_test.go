@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/hookgate/hookgate/internal/inbox"
+	"github.com/hookgate/hookgate/internal/inbox/postgres"
 	"github.com/hookgate/hookgate/internal/pgtest"
 )
 
@@ -15,7 +16,7 @@ import (
 func TestWatch(t *testing.T) {
 	t.Parallel()
 	url := pgtest.New(t)
-	a, b := open(t, url, nil), open(t, url, nil)
+	a, b := open(t, url, nil), openWith(t, url, postgres.Options{Session: url})
 	db := dbName(t, url)
 	conn := admin(t)
 	// listener is the pid of the session listening, 0 when none is.
@@ -76,4 +77,22 @@ func TestWatch(t *testing.T) {
 	waitFor(t, "b to listen again", func() bool { p := listener(); return p != 0 && p != old })
 	accept(testItem("three"))
 	woken("a batch after the session came back")
+}
+
+// Without a session of its own Watch returns at once, listening nowhere:
+// through a transaction pooler a LISTEN hears nothing, and the workers
+// poll.
+func TestWatchWithoutSession(t *testing.T) {
+	t.Parallel()
+	s := open(t, pgtest.New(t), nil)
+	done := make(chan error, 1)
+	go func() { done <- s.Watch(t.Context(), func() {}) }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("Watch: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Watch without a session still runs after 10s")
+	}
 }
