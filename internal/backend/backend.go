@@ -24,6 +24,12 @@ type Options struct {
 	// process clock); nil means time.Now. PostgreSQL always reads the
 	// database's clock, so that several nodes share one.
 	Now func() time.Time
+	// Session is PostgreSQL's database_session: a direct URL for what
+	// needs a session of its own (see inboxpostgres.Options.Session).
+	Session string
+	// LeadFor is how long PostgreSQL's lease on the lead lasts without a
+	// Session; zero means inboxpostgres.DefaultLeadFor.
+	LeadFor time.Duration
 }
 
 // Open opens the inbox database names: sqlite:PATH, or a postgres:// (or
@@ -32,7 +38,7 @@ type Options struct {
 func Open(ctx context.Context, database string, opts Options) (inbox.Backend, error) {
 	switch {
 	case strings.HasPrefix(database, "postgres://"), strings.HasPrefix(database, "postgresql://"):
-		return inboxpostgres.Open(ctx, database, inboxpostgres.Options{})
+		return inboxpostgres.Open(ctx, database, inboxpostgres.Options{Session: opts.Session, LeadFor: opts.LeadFor})
 	case strings.HasPrefix(database, "sqlite:") && len(database) > len("sqlite:"):
 		return inboxsqlite.Open(strings.TrimPrefix(database, "sqlite:"), inboxsqlite.Options{Now: opts.Now})
 	}

@@ -27,7 +27,60 @@ func nodes(t *testing.T, n int, sinkURL string) ([]*process, string) {
 		t.Skip("starts hookgate processes")
 	}
 	db := pgtest.New(t)
-	return nodesOn(t, db, n, sinkURL, ""), db
+	return nodesOn(t, pooled(t, db), n, sinkURL, ""), db
+}
+
+// The tests of several nodes on PostgreSQL run as the environment says:
+// HOOKGATE_TEST_POOLER=transaction or session puts PgBouncer in that
+// mode between the nodes and the database (.ci/run runs them so), and
+// HOOKGATE_TEST_DATABASE_SESSION=1 gives each node a database_session
+// that reaches the server directly.
+var (
+	testPooler          = os.Getenv("HOOKGATE_TEST_POOLER")
+	testDatabaseSession = os.Getenv("HOOKGATE_TEST_DATABASE_SESSION") == "1"
+)
+
+// pooled is db, a database of the test server, as the nodes of t reach
+// it: through a PgBouncer of t's own when HOOKGATE_TEST_POOLER is set,
+// directly otherwise.
+func pooled(t *testing.T, db string) string {
+	t.Helper()
+	if testPooler == "" {
+		return db
+	}
+	return pgtest.NewBouncer(t, testPooler).URL(t, db)
+}
+
+// nodeDatabase is the configuration of node i's database: db, with the
+// node's application_name so that the test can tell its sessions apart,
+// and, with HOOKGATE_TEST_DATABASE_SESSION=1, a database_session on the
+// same database of the test server, reached directly.
+func nodeDatabase(t *testing.T, db string, i int) string {
+	t.Helper()
+	named := func(db string) string {
+		u, err := neturl.Parse(db)
+		if err != nil {
+			t.Fatal(err)
+		}
+		q := u.Query()
+		q.Set("application_name", nodeName(i))
+		u.RawQuery = q.Encode()
+		return u.String()
+	}
+	lines := fmt.Sprintf("database: %q\n", named(db))
+	if testDatabaseSession {
+		direct, err := neturl.Parse(pgtest.ServerURL())
+		if err != nil {
+			t.Fatal(err)
+		}
+		u, err := neturl.Parse(db)
+		if err != nil {
+			t.Fatal(err)
+		}
+		u.Host = direct.Host
+		lines += fmt.Sprintf("database_session: %q\n", named(u.String()))
+	}
+	return lines
 }
 
 // nodesOn starts n `hookgate serve` processes on the PostgreSQL database at
@@ -55,23 +108,15 @@ func nodeConfigs(t *testing.T, db string, n int, sinkURL string, extra func(i in
 	}
 	paths := make([]string, n)
 	for i := range paths {
-		u, err := neturl.Parse(db)
-		if err != nil {
-			t.Fatal(err)
-		}
-		q := u.Query()
-		q.Set("application_name", nodeName(i))
-		u.RawQuery = q.Encode()
 		cfg := fmt.Sprintf(`listen: 127.0.0.1:0
-database: %q
-workers: 2
+%sworkers: 2
 batch: 50
 lease: 3s
 %ssources:
   - name: app
     provider: standard
     secret: file:%s
-`, u.String(), extra(i), secretFile)
+`, nodeDatabase(t, db, i), extra(i), secretFile)
 		if sinkURL != "" {
 			cfg += fmt.Sprintf(`    destinations:
       - name: sink

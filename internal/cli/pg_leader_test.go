@@ -3,6 +3,7 @@ package cli_test
 import (
 	"context"
 	"crypto/rand"
+	"strconv"
 	"syscall"
 	"testing"
 	"time"
@@ -12,33 +13,49 @@ import (
 	"github.com/hookgate/hookgate/internal/pgtest"
 )
 
-// The periodic sweep runs on one node of several at a time: the one whose
-// session holds the lead's advisory lock. When that node is killed, another
-// takes the lead and sweeps: a key that expired afterwards is removed.
+// The periodic sweep runs on one node of several at a time: the one
+// holding the lead (a session lock on its database_session, a lease row
+// without one). When that node is killed, another takes the lead and
+// sweeps: a key that expired afterwards is removed.
 func TestNodesSweepOnOneLeader(t *testing.T) {
 	t.Parallel()
 	if testing.Short() {
 		t.Skip("starts hookgate processes")
 	}
 	db := pgtest.New(t)
-	ps := nodesOn(t, db, 3, "", "sweep_every: 100ms\n")
+	ps := nodesOn(t, pooled(t, db), 3, "", "sweep_every: 100ms\n")
 	conn, err := pgx.Connect(t.Context(), db)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer conn.Close(context.Background())
-	// The nodes whose sessions hold the lead ("hkgtlead" as two 32-bit halves).
+	// The nodes holding the lead: by their sessions' application_name,
+	// whose session holds the lock ("hkgtlead" as two 32-bit halves), or
+	// by the pid the lease row names.
 	holders := func() []string {
-		rows, err := conn.Query(t.Context(), `SELECT a.application_name FROM pg_locks l
+		query, args := `SELECT a.application_name FROM pg_locks l
 			JOIN pg_stat_activity a ON a.pid = l.pid
 			WHERE l.locktype = 'advisory' AND l.granted AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())
-			AND l.classid::bigint = $1 AND l.objid::bigint = $2`, int64(0x686b6774), int64(0x6c656164))
+			AND l.classid::bigint = $1 AND l.objid::bigint = $2`, []any{int64(0x686b6774), int64(0x6c656164)}
+		if !testDatabaseSession {
+			query, args = `SELECT split_part(holder, '/', 2) FROM inbox_leader WHERE until > now()`, nil
+		}
+		rows, err := conn.Query(t.Context(), query, args...)
 		if err != nil {
 			t.Fatal(err)
 		}
 		names, err := pgx.CollectRows(rows, pgx.RowTo[string])
 		if err != nil {
 			t.Fatal(err)
+		}
+		if !testDatabaseSession {
+			for j, pid := range names {
+				for i, p := range ps {
+					if pid == strconv.Itoa(p.cmd.Process.Pid) {
+						names[j] = nodeName(i)
+					}
+				}
+			}
 		}
 		return names
 	}

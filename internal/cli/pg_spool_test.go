@@ -35,7 +35,7 @@ func TestSpoolRidesOutPostgresOutage(t *testing.T) {
 	}
 	dest := newSink(t)
 	db := pgtest.New(t)
-	proxy, viaProxy := pgtest.NewProxy(t, db)
+	proxy, viaProxy := pgtest.NewProxy(t, pooled(t, db))
 	dir := t.TempDir()
 	spoolOf := func(i int) string { return fmt.Sprintf("%s/spool%d.db", dir, i) }
 	paths := nodeConfigs(t, viaProxy, 2, dest.URL, func(i int) string {

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	neturl "net/url"
 	"os"
 	"strings"
 	"syscall"
@@ -37,16 +36,8 @@ func spoolNodeConfig(t *testing.T, db, spoolPath string, i int) string {
 			t.Fatal(err)
 		}
 	}
-	u, err := neturl.Parse(db)
-	if err != nil {
-		t.Fatal(err)
-	}
-	q := u.Query()
-	q.Set("application_name", nodeName(i))
-	u.RawQuery = q.Encode()
 	cfg := fmt.Sprintf(`listen: 127.0.0.1:0
-database: %q
-workers: 2
+%sworkers: 2
 metrics:
   public: true
 dedupe:
@@ -59,7 +50,7 @@ sources:
   - name: gh
     provider: github
     secret: file:%s/gh.secret
-`, u.String(), spoolPath, dir, dir)
+`, nodeDatabase(t, db, i), spoolPath, dir, dir)
 	path := dir + "/node.yaml"
 	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)

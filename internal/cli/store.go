@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/hookgate/hookgate/internal/backend"
 	"github.com/hookgate/hookgate/internal/config"
@@ -48,9 +49,12 @@ func (o *storeOpts) load(read func(string) (config.Config, error)) (cfg config.C
 	return cfg, demo, nil
 }
 
-// openConfig opens the store cfg names.
+// openConfig opens the store cfg names. A lease on the lead lasts two
+// sweep periods and ten seconds: the leader renews it at each sweep, and
+// a sweep that starts late still finds it held.
 func (o *storeOpts) openConfig(ctx context.Context, cfg config.Config) (inbox.Backend, error) {
-	return backend.Open(ctx, cfg.Database, backend.Options{})
+	return backend.Open(ctx, cfg.Database, backend.Options{Session: cfg.DatabaseSession,
+		LeadFor: 2*time.Duration(cfg.SweepEvery) + 10*time.Second})
 }
 
 // openDatabase opens the database for a command that only works on it

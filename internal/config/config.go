@@ -134,8 +134,14 @@ var providers = []string{
 type Config struct {
 	// Listen is the HTTP listen address, host:port.
 	Listen string `yaml:"listen"`
-	// Database is "sqlite:PATH"; PostgreSQL is not supported yet.
+	// Database is "sqlite:PATH" or a postgres:// URL, which may be a
+	// transaction pooler's.
 	Database string `yaml:"database"`
+	// DatabaseSession is an optional postgres:// URL that reaches the
+	// database server directly, bypassing any pooler, for what needs a
+	// session of its own: the lead as a session lock and LISTEN for new
+	// events. Without it the lead is a lease row and workers poll.
+	DatabaseSession string `yaml:"database_session,omitempty"`
 	// MaxBody is the largest request body accepted (413 above it).
 	MaxBody ByteSize `yaml:"max_body"`
 	// Limits bound what unauthenticated senders can make the gateway hold.
@@ -593,10 +599,15 @@ func (c Config) Source(name string) (*Source, bool) {
 // PostgresURL returns a postgres:// or postgresql:// database, or "" for
 // any other.
 func (c Config) PostgresURL() string {
-	if strings.HasPrefix(c.Database, "postgres://") || strings.HasPrefix(c.Database, "postgresql://") {
+	if isPostgresURL(c.Database) {
 		return c.Database
 	}
 	return ""
+}
+
+// isPostgresURL reports whether s is a postgres:// or postgresql:// URL.
+func isPostgresURL(s string) bool {
+	return strings.HasPrefix(s, "postgres://") || strings.HasPrefix(s, "postgresql://")
 }
 
 // SQLitePath returns the file of a "sqlite:PATH" database, or "" for any
@@ -613,6 +624,7 @@ func (c Config) SQLitePath() string {
 // `hookgate check-config`.
 func (c Config) Redacted() ([]byte, error) {
 	c.Database = redactPassword(c.Database)
+	c.DatabaseSession = redactPassword(c.DatabaseSession)
 	c.Dedupe.Front = redactPassword(c.Dedupe.Front)
 	var buf bytes.Buffer
 	enc := yaml.NewEncoder(&buf)

@@ -92,7 +92,7 @@ func TestParseGolden(t *testing.T) {
 // check-config's output.
 func TestRedactedURLPasswords(t *testing.T) {
 	t.Parallel()
-	cfg, err := parse([]byte("database: postgres://hookgate:pg-pass-1@db.internal/hookgate\ndedupe:\n  front: redis://:redis-pass-2@cache:6379/0\n"), "", lookupTestEnv)
+	cfg, err := parse([]byte("database: postgres://hookgate:pg-pass-1@db.internal/hookgate\ndatabase_session: postgres://hookgate:pg-pass-3@db-direct.internal/hookgate\ndedupe:\n  front: redis://:redis-pass-2@cache:6379/0\n"), "", lookupTestEnv)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -100,12 +100,13 @@ func TestRedactedURLPasswords(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, secret := range []string{"pg-pass-1", "redis-pass-2"} {
+	for _, secret := range []string{"pg-pass-1", "redis-pass-2", "pg-pass-3"} {
 		if bytes.Contains(out, []byte(secret)) {
 			t.Errorf("check-config output holds the password %q:\n%s", secret, out)
 		}
 	}
-	for _, kept := range []string{"postgres://hookgate:xxxxx@db.internal/hookgate", "redis://:xxxxx@cache:6379/0"} {
+	for _, kept := range []string{"postgres://hookgate:xxxxx@db.internal/hookgate", "redis://:xxxxx@cache:6379/0",
+		"database_session: postgres://hookgate:xxxxx@db-direct.internal/hookgate"} {
 		if !bytes.Contains(out, []byte(kept)) {
 			t.Errorf("check-config output lacks %q:\n%s", kept, out)
 		}
@@ -283,6 +284,12 @@ func TestParseErrors(t *testing.T) {
 			[]string{"line 1: database: not a valid PostgreSQL URL: invalid port"}, ErrInvalid},
 		{"unknown database", "database: mysql://localhost\n",
 			[]string{"database: \"mysql://localhost\": want sqlite:PATH or postgres://…"}, ErrInvalid},
+		{"database_session beside SQLite", "database_session: postgres://u@db/x\n",
+			[]string{"line 1: database_session: set, but database is not PostgreSQL"}, ErrInvalid},
+		{"database_session not PostgreSQL", "database: postgres://u@pooler/x\ndatabase_session: mysql://u@db/x\n",
+			[]string{"line 2: database_session: want a postgres:// URL"}, ErrInvalid},
+		{"bad database_session URL", "database: postgres://u@pooler/x\ndatabase_session: \"postgres://u:s3cret@db:port/x\"\n",
+			[]string{"line 2: database_session: not a valid PostgreSQL URL: invalid port"}, ErrInvalid},
 		{"zero workers", "workers: 0\n",
 			[]string{"line 1: workers: 0: want at least 1"}, ErrInvalid},
 		{"zero batch", "batch: 0\n",

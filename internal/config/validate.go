@@ -111,16 +111,22 @@ func (c Config) check() []*FieldError {
 	}
 	switch {
 	case c.PostgresURL() != "":
-		if _, err := url.Parse(c.Database); err != nil {
-			// url.Error repeats the URL, and with it any password.
-			var ue *url.Error
-			if errors.As(err, &ue) {
-				err = ue.Err
-			}
-			add("database", "not a valid PostgreSQL URL: %v", err)
+		if err := checkPostgresURL(c.Database); err != nil {
+			add("database", "%v", err)
 		}
 	case c.SQLitePath() == "":
 		add("database", "%q: want sqlite:PATH or postgres://…", c.Database)
+	}
+	switch {
+	case c.DatabaseSession == "":
+	case c.PostgresURL() == "":
+		add("database_session", "set, but database is not PostgreSQL: a session is only needed beside a postgres:// database")
+	case !isPostgresURL(c.DatabaseSession):
+		add("database_session", "want a postgres:// URL that reaches the server directly, bypassing any pooler")
+	default:
+		if err := checkPostgresURL(c.DatabaseSession); err != nil {
+			add("database_session", "%v", err)
+		}
 	}
 	for _, t := range []struct {
 		field string
@@ -232,6 +238,20 @@ func (s Source) name() string      { return s.Name }
 func (d Destination) name() string { return d.Name }
 
 // checkListen accepts host:port with a numeric port.
+// checkPostgresURL reports why u is not a valid PostgreSQL URL, without
+// quoting it: it may hold a password.
+func checkPostgresURL(u string) error {
+	if _, err := url.Parse(u); err != nil {
+		// url.Error repeats the URL, and with it any password.
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err
+		}
+		return fmt.Errorf("not a valid PostgreSQL URL: %v", err)
+	}
+	return nil
+}
+
 func checkListen(addr string) error {
 	_, port, err := net.SplitHostPort(addr)
 	if err != nil {

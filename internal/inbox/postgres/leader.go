@@ -2,7 +2,10 @@ package postgres
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
+	"fmt"
+	"os"
 	"sync"
 	"time"
 
@@ -112,4 +115,11 @@ func (s *Store) resign() {
 		// A lease that cannot be deleted lapses at its end.
 		_, _ = s.pool.Exec(ctx, `DELETE FROM inbox_leader WHERE holder = $1`, s.lead.holder)
 	}
+}
+
+// holderName names a Store in inbox_leader: its host, its process and a
+// random part, so that an operator can tell which node leads.
+func holderName() string {
+	host, _ := os.Hostname()
+	return fmt.Sprintf("%s/%d/%s", host, os.Getpid(), rand.Text()[:8])
 }

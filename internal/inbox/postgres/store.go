@@ -2,7 +2,6 @@ package postgres
 
 import (
 	"context"
-	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -117,7 +116,7 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 // version's schema. The caller keeps pool and closes it after the Store.
 func New(ctx context.Context, pool *pgxpool.Pool, opts Options) (*Store, error) {
 	s := &Store{pool: pool, now: opts.Now, writers: opts.AcceptWriters, leadFor: opts.LeadFor,
-		lead: leader{holder: rand.Text()}}
+		lead: leader{holder: holderName()}}
 	if opts.Session != "" {
 		cfg, err := pgx.ParseConfig(opts.Session)
 		if err != nil {
