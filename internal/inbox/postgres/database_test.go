@@ -54,7 +54,19 @@ func dbName(t *testing.T, url string) string {
 // version is recorded once.
 func TestMigrateAtOnce(t *testing.T) {
 	t.Parallel()
-	url := pgtest.New(t)
+	migrateAtOnce(t, pgtest.New(t))
+}
+
+// Through PgBouncer in transaction mode the migration's lock, taken inside
+// its transaction, still lets one node migrate at a time.
+func TestMigrateAtOnceThroughTransactionPooler(t *testing.T) {
+	t.Parallel()
+	migrateAtOnce(t, pgtest.NewBouncer(t, pgtest.Transaction).URL(t, pgtest.New(t)))
+}
+
+// migrateAtOnce opens six stores at once on the empty database at url:
+// each opens, and every version is recorded once.
+func migrateAtOnce(t *testing.T, url string) {
 	const nodes = 6
 	var (
 		wg    sync.WaitGroup
