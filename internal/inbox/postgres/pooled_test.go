@@ -1,6 +1,7 @@
 package postgres_test
 
 import (
+	"net/url"
 	"testing"
 
 	"github.com/hookgate/hookgate/internal/inbox"
@@ -48,5 +49,28 @@ func TestLeadThroughTransactionPooler(t *testing.T) {
 	closeWithin(t, "a", a.Close)
 	if held, err := c.Lead(t.Context()); err != nil || !held {
 		t.Fatalf("c.Lead() = %v, %v after a closed; want the lead", held, err)
+	}
+}
+
+// The statement modes a pooler may need, chosen in the URL, each keep the
+// inbox contract: exec (no statement is described apart from its run) and
+// simple_protocol (no extended protocol at all).
+func TestInboxInEveryPooledExecMode(t *testing.T) {
+	t.Parallel()
+	b := pgtest.NewBouncer(t, pgtest.Transaction)
+	for _, mode := range []string{"exec", "simple_protocol"} {
+		t.Run(mode, func(t *testing.T) {
+			t.Parallel()
+			inboxtest.Exercise(t, func(t *testing.T, clock *inboxtest.Clock) inbox.Store {
+				u, err := url.Parse(b.URL(t, pgtest.New(t)))
+				if err != nil {
+					t.Fatal(err)
+				}
+				q := u.Query()
+				q.Set("default_query_exec_mode", mode)
+				u.RawQuery = q.Encode()
+				return open(t, u.String(), clock)
+			})
+		})
 	}
 }
