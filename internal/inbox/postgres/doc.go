@@ -13,7 +13,7 @@
 // with its own status, attempts, next attempt and lease; inbox_attempts
 // the attempt log; inbox_lanes the state of each (source, destination);
 // inbox_counts the event counts by status and the intake counts, per
-// source; inbox_settings named values. Every table starts with inbox_, so
+// source; inbox_settings named values; inbox_leader the lease on the lead. Every table starts with inbox_, so
 // the inbox can share a database with the public dedupe/postgres store.
 // Times are timestamptz, and '-infinity' stands for "none". Text that
 // PostgreSQL cannot hold (NUL, bytes that are not UTF-8) in a key part or
@@ -21,9 +21,19 @@
 // SQLite inbox keeps the bytes; the key's hash is computed before, so
 // duplicates are decided as there.
 //
-// [New] migrates the schema under an advisory lock, recording each
-// version in inbox_schema_migrations, so nodes that start at once apply
-// each version once.
+// [New] migrates the schema in one transaction under a transaction-level
+// advisory lock, recording each version in inbox_schema_migrations, so
+// nodes that start at once apply each version once.
+//
+// # Behind a pooler
+//
+// Nothing sent over the pool depends on the session, so a pooler that
+// lends a server connection per transaction (PgBouncer in transaction
+// mode) may stand between the nodes and the database: [Open] runs
+// statements in pgx's cache_describe mode, unnamed statements that never
+// outlive their transaction, unless the URL chooses a mode; the lead is a
+// lease row ([Store.Lead]); [Store.Watch] listens only on a session of
+// its own ([Options.Session]), which bypasses the pooler.
 //
 // # One clock
 //
