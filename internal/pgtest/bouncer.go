@@ -32,6 +32,58 @@ type Bouncer struct {
 // the test is skipped, or fails when services are required.
 func NewBouncer(t testing.TB, mode string) *Bouncer {
 	t.Helper()
+	return startBouncer(t, mode, bouncerDir(t), "")
+}
+
+// NewTLSBouncer is NewBouncer for clients that must use TLS, as a managed
+// PostgreSQL service requires: the bouncer refuses a client that does not
+// ask for it, and presents a certificate for 127.0.0.1 and localhost
+// signed by a self-signed CA made for this bouncer alone. caFile is that
+// CA's certificate (PEM), the sslrootcert a verifying client trusts.
+func NewTLSBouncer(t testing.TB, mode string) (b *Bouncer, caFile string) {
+	t.Helper()
+	dir := bouncerDir(t)
+	ca := newAuthority(t)
+	caFile = writeFile(t, dir, "ca.pem", ca.certPEM)
+	cert, key := ca.issue(t, "127.0.0.1", "localhost")
+	conf := fmt.Sprintf(`client_tls_sslmode = require
+client_tls_cert_file = %s
+client_tls_key_file = %s
+`, writeFile(t, dir, "server.pem", cert), writeFile(t, dir, "server.key", key))
+	return startBouncer(t, mode, dir, conf), caFile
+}
+
+// bouncerDir is a directory for a bouncer's files, removed when t ends.
+// PgBouncer refuses to run as root; it then runs as postgres, which must
+// read them (the TLS key too): a directory of their own, readable by all.
+func bouncerDir(t testing.TB) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "hookgate-pgbouncer-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// writeFile writes data to name in dir, readable by all (see bouncerDir),
+// and returns its path.
+func writeFile(t testing.TB, dir, name string, data []byte) string {
+	t.Helper()
+	path := filepath.Join(dir, name)
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// startBouncer starts PgBouncer in mode with its files in dir and the
+// lines extra added to its [pgbouncer] section, as NewBouncer says.
+func startBouncer(t testing.TB, mode, dir, extra string) *Bouncer {
+	t.Helper()
 	bin, err := exec.LookPath("pgbouncer")
 	if err != nil {
 		if bin, err = exec.LookPath("/usr/sbin/pgbouncer"); err != nil {
@@ -44,20 +96,7 @@ func NewBouncer(t testing.TB, mode string) *Bouncer {
 	}
 	user := server.User.Username()
 	pass, _ := server.User.Password()
-	// PgBouncer refuses to run as root; it then runs as postgres, which
-	// must read its files: a directory of their own, readable by all.
-	dir, err := os.MkdirTemp("", "hookgate-pgbouncer-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	if err := os.Chmod(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	users := filepath.Join(dir, "users.txt")
-	if err := os.WriteFile(users, fmt.Appendf(nil, "%q %q\n", user, pass), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	users := writeFile(t, dir, "users.txt", fmt.Appendf(nil, "%q %q\n", user, pass))
 	target := fmt.Sprintf("host=%s port=%s", server.Hostname(), server.Port())
 	if pass != "" {
 		target += " password=" + pass
@@ -68,8 +107,7 @@ func NewBouncer(t testing.TB, mode string) *Bouncer {
 		if err != nil {
 			t.Fatal(err)
 		}
-		ini := filepath.Join(dir, "pgbouncer.ini")
-		if err := os.WriteFile(ini, fmt.Appendf(nil, `[databases]
+		ini := writeFile(t, dir, "pgbouncer.ini", fmt.Appendf(nil, `[databases]
 * = %s
 [pgbouncer]
 listen_addr = 127.0.0.1
@@ -83,9 +121,7 @@ default_pool_size = 40
 ignore_startup_parameters = extra_float_digits
 logfile =
 pidfile =
-`, target, port, users, mode), 0o644); err != nil {
-			t.Fatal(err)
-		}
+%s`, target, port, users, mode, extra))
 		args := []string{ini}
 		if os.Geteuid() == 0 {
 			args = []string{"-u", "postgres", ini}
