@@ -22,6 +22,18 @@
 #                 its nodes restart (no remembered keys) and resend a quarter as
 #                 many of its ids as it stored ("-replay", -warmup 0): duplicates
 #                 answered from Redis vs from the database
+#   POOLER=       pgbouncer: one PgBouncer (/usr/sbin/pgbouncer or on PATH) in
+#                 pool_mode=transaction in front of PGURL's server, on a free
+#                 port; each node count runs again through it
+#                 ("hookgate-N-pgbouncer": the nodes' database is the pooler's
+#                 URL, on a fresh database with the same KEYS), beside the
+#                 direct run. The front runs stay direct. As root it runs as
+#                 postgres (it refuses root)
+#   EXEC_MODE=    pgx's statement mode for the nodes, appended to their
+#                 database URL as default_query_exec_mode=EXEC_MODE (e.g.
+#                 cache_statement, exec, simple_protocol); empty: hookgate's
+#                 default, cache_describe. cache_statement through PgBouncer
+#                 before 1.21 fails (docs/deploy.md)
 #
 # Results go to bench/out/results/pg-<run>.json, server output to
 # bench/out/logs/. PostgreSQL shares the machine's cores with the nodes and
@@ -37,7 +49,17 @@ NODES=${NODES:-1 2 3}
 NAIVE=${NAIVE:-1}
 KEYS=${KEYS:-0}
 FRONT=${FRONT:-}
+POOLER=${POOLER:-}
+EXEC_MODE=${EXEC_MODE:-}
 PGURL=${PGURL:-postgres://postgres@127.0.0.1:5432/postgres}
+
+case $POOLER in
+'' | pgbouncer) ;;
+*)
+	echo "POOLER=$POOLER: only pgbouncer (or empty) is known" >&2
+	exit 2
+	;;
+esac
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 # shellcheck source=bench/lib.sh
@@ -49,6 +71,9 @@ TMP=$(mktemp -d "${TMPDIR:-/tmp}/hookgate-pgbench.XXXXXX")
 PIDS=()
 DBS=()
 RUNS=()
+BOUNCER_PID=
+BOUNCER_DIR=
+BOUNCER_ADDR=
 
 stop_all() {
 	local pid
@@ -62,6 +87,10 @@ stop_all() {
 }
 cleanup() {
 	stop_all
+	if [[ -n $BOUNCER_PID ]]; then
+		kill -TERM "$BOUNCER_PID" 2>/dev/null || true
+		wait "$BOUNCER_PID" 2>/dev/null || true
+	fi
 	local db
 	for db in "${DBS[@]}"; do
 		psql -q "$PGURL" -c "DROP DATABASE IF EXISTS $db WITH (FORCE)" >/dev/null 2>&1 || true
@@ -70,6 +99,9 @@ cleanup() {
 		redis-cli -u "$FRONT" --scan --pattern "{hookgate_bench_$$_*" | xargs -r -n 1000 redis-cli -u "$FRONT" del >/dev/null || true
 	fi
 	rm -rf "$TMP"
+	if [[ -n $BOUNCER_DIR ]]; then
+		rm -rf "$BOUNCER_DIR"
+	fi
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
@@ -77,12 +109,116 @@ trap 'exit 130' INT TERM
 BENCH_SECRET=whsec_$(head -c 24 /dev/urandom | base64)
 export BENCH_SECRET
 
-# newdb NAME: creates a fresh database and prints its URL.
+# newdb NAME: creates a fresh database and sets DB to its URL (not in a
+# subshell: cleanup drops the databases DBS lists).
 newdb() {
 	local db=hookgate_bench_$$_$1
 	psql -q "$PGURL" -c "CREATE DATABASE $db" >/dev/null
 	DBS+=("$db")
-	echo "${PGURL%/*}/$db"
+	DB=${PGURL%/*}/$db
+}
+
+# execmode URL: prints URL with default_query_exec_mode=EXEC_MODE added to
+# its query when EXEC_MODE is set.
+execmode() {
+	local url=$1
+	if [[ -n $EXEC_MODE ]]; then
+		if [[ $url == *\?* ]]; then
+			url+="&default_query_exec_mode=$EXEC_MODE"
+		else
+			url+="?default_query_exec_mode=$EXEC_MODE"
+		fi
+	fi
+	echo "$url"
+}
+
+# PGURL as scheme://[user[:password]@]host[:port]/...: the parts the pooler
+# needs.
+if [[ ! $PGURL =~ ^([a-z]+://)(([^:@/]*)(:([^@/]*))?@)?([^@/?]+)(.*)$ ]]; then
+	echo "PGURL=$PGURL: expected postgres://[user[:password]@]host[:port]/db" >&2
+	exit 2
+fi
+PG_SCHEME=${BASH_REMATCH[1]}
+PG_USERINFO=${BASH_REMATCH[2]}
+PG_USER=${BASH_REMATCH[3]:-${USER:-postgres}}
+PG_PASSWORD=${BASH_REMATCH[5]}
+PG_HOSTPORT=${BASH_REMATCH[6]}
+
+# pooled URL: prints URL (a database on PGURL's server) with the pooler's
+# address in place of the server's.
+pooled() {
+	local rest=${1#"$PG_SCHEME$PG_USERINFO$PG_HOSTPORT"}
+	echo "$PG_SCHEME$PG_USERINFO$BOUNCER_ADDR$rest"
+}
+
+# start_pgbouncer: starts PgBouncer in pool_mode=transaction in front of
+# PGURL's server on a free port of 127.0.0.1 (five tries) and sets
+# BOUNCER_PID and BOUNCER_ADDR. Its files go in a directory of their own,
+# readable by all: as root it runs as postgres, which must read them.
+start_pgbouncer() {
+	local bin host port target try args=() i
+	bin=$(command -v pgbouncer || command -v /usr/sbin/pgbouncer) || {
+		echo "POOLER=pgbouncer: pgbouncer not found on PATH or in /usr/sbin" >&2
+		exit 1
+	}
+	host=$PG_HOSTPORT port=5432
+	if [[ $host =~ ^(.*):([0-9]+)$ ]]; then
+		host=${BASH_REMATCH[1]} port=${BASH_REMATCH[2]}
+	fi
+	host=${host#[} host=${host%]}
+	target="host=$host port=$port"
+	if [[ -n $PG_PASSWORD ]]; then
+		target+=" password=$PG_PASSWORD"
+	fi
+	BOUNCER_DIR=$(mktemp -d "${TMPDIR:-/tmp}/hookgate-pgbouncer.XXXXXX")
+	chmod 755 "$BOUNCER_DIR"
+	printf '"%s" "%s"\n' "$PG_USER" "$PG_PASSWORD" >"$BOUNCER_DIR/users.txt"
+	if ((EUID == 0)); then
+		args=(-u postgres)
+	fi
+	for try in 1 2 3 4 5; do
+		port=$((20000 + RANDOM % 40000))
+		if (: </dev/tcp/127.0.0.1/$port) 2>/dev/null; then
+			continue # taken
+		fi
+		cat >"$BOUNCER_DIR/pgbouncer.ini" <<EOF
+[databases]
+* = $target
+[pgbouncer]
+listen_addr = 127.0.0.1
+listen_port = $port
+unix_socket_dir =
+auth_type = trust
+auth_file = $BOUNCER_DIR/users.txt
+pool_mode = transaction
+max_client_conn = 5000
+default_pool_size = 40
+ignore_startup_parameters = extra_float_digits
+logfile =
+pidfile =
+EOF
+		chmod 644 "$BOUNCER_DIR/users.txt" "$BOUNCER_DIR/pgbouncer.ini"
+		"$bin" "${args[@]}" "$BOUNCER_DIR/pgbouncer.ini" >"$LOGS/pg-pgbouncer.log" 2>&1 &
+		BOUNCER_PID=$!
+		for ((i = 0; i < 200; i++)); do # 200 polls, 50 ms apart: 10 s
+			if ! kill -0 "$BOUNCER_PID" 2>/dev/null; then
+				break
+			fi
+			if (: </dev/tcp/127.0.0.1/$port) 2>/dev/null; then
+				BOUNCER_ADDR=127.0.0.1:$port
+				echo "pgbouncer $("$bin" --version | head -1 | cut -d' ' -f2) (pool_mode=transaction) on $BOUNCER_ADDR"
+				return
+			fi
+			sleep 0.05
+		done
+		kill -TERM "$BOUNCER_PID" 2>/dev/null || true
+		wait "$BOUNCER_PID" 2>/dev/null || true
+		BOUNCER_PID=
+		echo "pgbouncer on port $port did not start (try $try); its output:" >&2
+		cat "$LOGS/pg-pgbouncer.log" >&2
+	done
+	echo "could not start pgbouncer" >&2
+	exit 1
 }
 
 # load RUN URLS [LOADGEN FLAGS...]: runs loadgen against URLS (comma-separated),
@@ -96,11 +232,13 @@ load() {
 	jq -r '"\(.label): \(.req_per_s|floor) req/s, \(.accepted_per_s|floor) 202/s, \(.duplicates_per_s|floor) 200/s, \(.errors) errors, \(.other) other, p99 \(.p99_ms*100|round/100) ms"' "$RESULTS/pg-$run.json"
 }
 
-# nodes N DBURL [PREFIX]: starts N hookgate nodes on DBURL, with the Redis
-# front FRONT under the key prefix PREFIX when given, and sets NODE_URLS to
-# their intake URLs, comma-separated.
+# nodes RUN N DBURL [PREFIX]: starts N hookgate nodes on DBURL (with EXEC_MODE
+# added), with the Redis front FRONT under the key prefix PREFIX when given,
+# their output in $LOGS/pg-RUN-I.log, and sets NODE_URLS to their intake
+# URLs, comma-separated.
 nodes() {
-	local n=$1 db=$2 prefix=${3:-} i urls=
+	local run=$1 n=$2 db prefix=${4:-} i urls=
+	db=$(execmode "$3")
 	cat >"$TMP/hookgate.yaml" <<EOF
 listen: 127.0.0.1:0
 database: $db
@@ -113,7 +251,7 @@ EOF
 		printf 'dedupe:\n  front: %s\n  front_prefix: %s\n' "$FRONT" "$prefix" >>"$TMP/hookgate.yaml"
 	fi
 	for ((i = 0; i < n; i++)); do
-		start "pg-hookgate-$n-$i" SPID "$OUT/hookgate" serve --config "$TMP/hookgate.yaml" --log-level warn --process=false
+		start "pg-$run-$i" SPID "$OUT/hookgate" serve --config "$TMP/hookgate.yaml" --log-level warn --process=false
 		PIDS+=("$SPID")
 		urls+=${urls:+,}$URL/in/app
 	done
@@ -127,7 +265,7 @@ EOF
 replay() {
 	local run=$1 ids
 	ids=$(jq .ids "$RESULTS/pg-$run.json")
-	nodes "$2" "$3" "${4:-}"
+	nodes "$run-replay" "$2" "$3" "${4:-}"
 	load "$run-replay" "$NODE_URLS" -warmup 0s -id-prefix "$run" -replay "$ids" -n $((ids / 4))
 	stop_all
 }
@@ -140,38 +278,55 @@ go build -o "$OUT/loadgen" ./bench/loadgen
 go build -o "$OUT/naive" ./bench/naive
 go build -o "$OUT/hookgate" ./cmd/hookgate
 echo "load: -c $CONNS -d $DURATION -warmup $WARMUP -dup $DUP -size $SIZE; keys stored first: $KEYS"
+echo "nodes' statement mode: ${EXEC_MODE:-the default (cache_describe)}"
+if [[ $POOLER == pgbouncer ]]; then
+	start_pgbouncer
+fi
 
 if [[ $NAIVE == 1 ]]; then
-	db=$(newdb naive)
-	start pg-naive SPID "$OUT/naive" -listen 127.0.0.1:0 -db "$db" -max-conns 0
+	newdb naive
+	start pg-naive SPID "$OUT/naive" -listen 127.0.0.1:0 -db "$DB" -max-conns 0
 	PIDS+=("$SPID")
 	load naive "$URL/in/app"
 	stop_all
 fi
 
-for n in $NODES; do
-	db=$(newdb "n$n")
+# keydb NAME: creates a fresh database as newdb, with KEYS keys stored when
+# KEYS > 0, and sets DB to its URL.
+keydb() {
+	newdb "$1"
 	if ((KEYS > 0)); then
 		# One node creates the schema; the keys go in before the measured nodes start.
-		nodes 1 "$db"
+		nodes "schema-$1" 1 "$DB"
 		stop_all
 		echo "storing $KEYS keys"
-		psql -q "$db" -c "INSERT INTO inbox_keys (hash, first_seen, expires)
+		psql -q "$DB" -c "INSERT INTO inbox_keys (hash, first_seen, expires)
 			SELECT decode(md5('pre' || i), 'hex'), now(), now() + interval '7 days'
 			FROM generate_series(1, $KEYS) i" -c "VACUUM ANALYZE inbox_keys" >/dev/null
-		psql -qtA "$db" -c "SELECT 'key table: ' || pg_size_pretty(pg_total_relation_size('inbox_keys'))
+		psql -qtA "$DB" -c "SELECT 'key table: ' || pg_size_pretty(pg_total_relation_size('inbox_keys'))
 			|| ', shared_buffers: ' || current_setting('shared_buffers')"
 	fi
-	nodes "$n" "$db"
+}
+
+for n in $NODES; do
+	keydb "n$n"
+	direct=$DB
+	nodes "hookgate-$n" "$n" "$direct"
 	load "hookgate-$n" "$NODE_URLS"
 	stop_all
+	if [[ $POOLER == pgbouncer ]]; then
+		keydb "n${n}p"
+		nodes "hookgate-$n-pgbouncer" "$n" "$(pooled "$DB")"
+		load "hookgate-$n-pgbouncer" "$NODE_URLS"
+		stop_all
+	fi
 	if [[ -n $FRONT ]]; then
-		replay "hookgate-$n" "$n" "$db"
-		db=$(newdb "n${n}f")
-		nodes "$n" "$db" "hookgate_bench_$$_$n"
+		replay "hookgate-$n" "$n" "$direct"
+		newdb "n${n}f"
+		nodes "hookgate-$n-front" "$n" "$DB" "hookgate_bench_$$_$n"
 		load "hookgate-$n-front" "$NODE_URLS"
 		stop_all
-		replay "hookgate-$n-front" "$n" "$db" "hookgate_bench_$$_$n"
+		replay "hookgate-$n-front" "$n" "$DB" "hookgate_bench_$$_$n"
 	fi
 done
 
@@ -192,6 +347,13 @@ if [[ -n $FRONT ]]; then
 			--slurpfile c "$RESULTS/pg-hookgate-$n-front-replay.json" --slurpfile d "$RESULTS/pg-hookgate-$n-replay.json" \
 			"\"$n node(s), front / none: accepted/s \" + (\$a[0].accepted_per_s / \$b[0].accepted_per_s * 100 | round / 100 | tostring)
 			+ \", replay duplicates/s \" + (\$c[0].duplicates_per_s / \$d[0].duplicates_per_s * 100 | round / 100 | tostring)"
+	done
+fi
+if [[ $POOLER == pgbouncer ]]; then
+	echo
+	for n in $NODES; do
+		jq -rn --slurpfile a "$RESULTS/pg-hookgate-$n-pgbouncer.json" --slurpfile b "$RESULTS/pg-hookgate-$n.json" \
+			"\"$n node(s), accepted/s through pgbouncer / direct: \" + (\$a[0].accepted_per_s / \$b[0].accepted_per_s * 100 | round / 100 | tostring)"
 	done
 fi
 if [[ -f $RESULTS/pg-naive.json ]]; then
