@@ -83,12 +83,18 @@ func closeWithin(t testing.TB, name string, close func() error) {
 // within seconds.
 func TestCloseResignsTheLead(t *testing.T) {
 	t.Parallel()
+	// With a session the lead is a session lock (Open's own url, directly,
+	// or Options.Session over the caller's pool); through a pooler without
+	// one, a lease.
 	for _, c := range []struct {
 		own, session bool
 	}{{true, true}, {false, true}, {true, false}, {false, false}} {
 		url := pgtest.New(t)
 		var opts postgres.Options
-		if c.session {
+		switch {
+		case !c.session:
+			url = pgtest.NewBouncer(t, pgtest.Transaction).URL(t, url)
+		case !c.own:
 			opts.Session = url
 		}
 		var a *postgres.Store
@@ -122,12 +128,11 @@ func TestCloseResignsTheLead(t *testing.T) {
 	}
 }
 
-// Without a session of its own (as through a transaction pooler) the lead
-// is a lease: the leader keeps it by renewing it within LeadFor, and
+// Through a pooler, without a session of its own, the lead is a lease: the leader keeps it by renewing it within LeadFor, and
 // another node takes it once it lapses, the old leader then following.
 func TestLeaseLead(t *testing.T) {
 	t.Parallel()
-	url := pgtest.New(t)
+	url := pgtest.NewBouncer(t, pgtest.Transaction).URL(t, pgtest.New(t))
 	clock := dedupetest.NewClock(time.Now())
 	opts := postgres.Options{Now: clock.Now, LeadFor: time.Minute}
 	a, b := openWith(t, url, opts), openWith(t, url, opts)

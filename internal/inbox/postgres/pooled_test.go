@@ -74,3 +74,50 @@ func TestInboxInEveryPooledExecMode(t *testing.T) {
 		})
 	}
 }
+
+// Open tells a pooler from a direct connection by itself. Directly, its
+// statements are prepared once per connection and the lead is a session
+// lock; through PgBouncer (in session mode too, where the test can read
+// the server session's prepared statements) nothing is prepared by name
+// and the lead is the lease row.
+func TestOpenTellsAPoolerFromADirectConnection(t *testing.T) {
+	t.Parallel()
+	b := pgtest.NewBouncer(t, pgtest.Session)
+	for _, c := range []struct {
+		name           string
+		url            func(db string) string
+		prepared, rows bool
+	}{
+		{"direct", func(db string) string { return db }, true, false},
+		{"through PgBouncer", func(db string) string { return b.URL(t, db) }, false, true},
+	} {
+		db := pgtest.New(t)
+		s := open(t, c.url(db), nil)
+		if held, err := s.Lead(t.Context()); err != nil || !held {
+			t.Fatalf("%s: Lead() = %v, %v; want the lead", c.name, held, err)
+		}
+		conn, err := s.Pool().Acquire(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := conn.Exec(t.Context(), "SELECT $1::int", 1); err != nil {
+			t.Fatal(err)
+		}
+		var named int
+		err = conn.QueryRow(t.Context(), "SELECT count(*) FROM pg_prepared_statements WHERE from_sql = false").Scan(&named)
+		conn.Release()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if (named > 0) != c.prepared {
+			t.Errorf("%s: %d statements prepared by name on the session, want some: %v", c.name, named, c.prepared)
+		}
+		var leases int
+		if err := s.Pool().QueryRow(t.Context(), "SELECT count(*) FROM inbox_leader").Scan(&leases); err != nil {
+			t.Fatal(err)
+		}
+		if (leases == 1) != c.rows {
+			t.Errorf("%s: %d lease rows, want a lease: %v", c.name, leases, c.rows)
+		}
+	}
+}

@@ -47,9 +47,10 @@ type Options struct {
 	AcceptWriters int
 	// Session is a connection string that reaches the database directly,
 	// bypassing any pooler, for what needs a session of its own: the
-	// lead as a session lock, and Watch's LISTEN. Empty means the pool's
-	// connections may be lent by a transaction pooler: the lead is then a
-	// lease row and Watch returns at once (the workers poll).
+	// lead as a session lock, and Watch's LISTEN. Empty, Open uses its
+	// url when that reaches the database directly; otherwise, or with
+	// New, the lead is a lease row and Watch returns at once (the
+	// workers poll).
 	Session string
 	// LeadFor is how long a lease on the lead lasts without a Session;
 	// zero means DefaultLeadFor. The leader renews it with each Lead, so
@@ -83,15 +84,28 @@ const DefaultPingTimeout = 2 * time.Second
 // closes the connections. A ping of an idle connection
 // before it is lent is bounded by pool_ping_timeout in url, or
 // DefaultPingTimeout.
+//
+// Open first asks whether url reaches the server directly or through a
+// pooler (see pooled). Through a pooler, unless url chooses pgx's
+// default_query_exec_mode itself, statements run in the cache_describe
+// mode: no named prepared statement outlives its transaction, so a
+// transaction pooler may lend each one another server connection.
+// Directly, statements are prepared once per connection, and without
+// opts.Session url itself is the session for the lead and Watch.
 func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 	cfg, err := pgxpool.ParseConfig(url)
 	if err != nil {
 		return nil, fmt.Errorf("open inbox: %w", err)
 	}
-	if !setsExecMode(url) {
-		// No named prepared statement outlives its transaction, so a
-		// transaction pooler may lend each one another server connection.
+	viaPooler, err := pooled(ctx, cfg.ConnConfig.Copy())
+	if err != nil {
+		return nil, fail(ctx, "open", err)
+	}
+	switch {
+	case viaPooler && !setsExecMode(url):
 		cfg.ConnConfig.DefaultQueryExecMode = pgx.QueryExecModeCacheDescribe
+	case !viaPooler && opts.Session == "":
+		opts.Session = url
 	}
 	if cfg.PingTimeout <= 0 {
 		// The pool pings a connection idle for a second before lending
@@ -134,6 +148,24 @@ func New(ctx context.Context, pool *pgxpool.Pool, opts Options) (*Store, error) 
 		return nil, fail(ctx, "open: migrate", err)
 	}
 	return s, nil
+}
+
+// pooled reports whether cfg reaches the database through a pooler
+// (PgBouncer in any mode, RDS Proxy, a managed service's pooler): the
+// process id in the key the server's startup answer gave is not the
+// backend that runs a query, as a pooler hands out keys of its own. A
+// connection made for the question is closed before pooled returns.
+func pooled(ctx context.Context, cfg *pgx.ConnConfig) (bool, error) {
+	conn, err := pgx.ConnectConfig(ctx, cfg)
+	if err != nil {
+		return false, err
+	}
+	defer conn.Close(context.WithoutCancel(ctx))
+	var pid int64
+	if err := conn.QueryRow(ctx, "SELECT pg_backend_pid()", pgx.QueryExecModeSimpleProtocol).Scan(&pid); err != nil {
+		return false, err
+	}
+	return pid != int64(conn.PgConn().PID()), nil
 }
 
 // setsExecMode reports whether the connection string url chooses pgx's

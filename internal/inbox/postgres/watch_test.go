@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/hookgate/hookgate/internal/inbox"
-	"github.com/hookgate/hookgate/internal/inbox/postgres"
 	"github.com/hookgate/hookgate/internal/pgtest"
 )
 
@@ -16,7 +15,7 @@ import (
 func TestWatch(t *testing.T) {
 	t.Parallel()
 	url := pgtest.New(t)
-	a, b := open(t, url, nil), openWith(t, url, postgres.Options{Session: url})
+	a, b := open(t, url, nil), open(t, url, nil)
 	db := dbName(t, url)
 	conn := admin(t)
 	// listener is the pid of the session listening, 0 when none is.
@@ -79,12 +78,12 @@ func TestWatch(t *testing.T) {
 	woken("a batch after the session came back")
 }
 
-// Without a session of its own Watch returns at once, listening nowhere:
-// through a transaction pooler a LISTEN hears nothing, and the workers
-// poll.
+// Through a pooler, without a session of its own, Watch returns at once,
+// listening nowhere: through a transaction pooler a LISTEN hears nothing,
+// and the workers poll.
 func TestWatchWithoutSession(t *testing.T) {
 	t.Parallel()
-	s := open(t, pgtest.New(t), nil)
+	s := open(t, pgtest.NewBouncer(t, pgtest.Transaction).URL(t, pgtest.New(t)), nil)
 	done := make(chan error, 1)
 	go func() { done <- s.Watch(t.Context(), func() {}) }()
 	select {
