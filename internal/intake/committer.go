@@ -555,27 +555,36 @@ func (c *Committer) write(batch []*pending) {
 // not (an fsync on a stalled disk) is not waited for: its batch fails at
 // the deadline and its write ends alone, whatever it then returns unseen,
 // so no sender waits on a hung store.
+//
+// Only the deadline makes a timeout: a store error that comes back before
+// it is the store's error, and a write that returned is taken as it
+// returned even when the deadline is seen at the same moment.
 func (c *Committer) accept(items []inbox.Item) ([]inbox.Outcome, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), c.timeout)
+	defer cancel()
 	type result struct {
 		outs []inbox.Outcome
 		err  error
 	}
 	done := make(chan result, 1)
 	go func() {
-		defer cancel()
 		outs, err := c.store.Accept(ctx, items)
 		done <- result{outs, err}
 	}()
+	var r result
 	select {
-	case r := <-done:
-		if r.err != nil && ctx.Err() != nil {
-			return nil, fmt.Errorf("%w (%v): %w", ErrStoreTimeout, c.timeout, r.err)
-		}
-		return r.outs, r.err
+	case r = <-done:
 	case <-ctx.Done():
-		return nil, fmt.Errorf("%w (%v)", ErrStoreTimeout, c.timeout)
+		select {
+		case r = <-done:
+		default:
+			return nil, fmt.Errorf("%w (%v)", ErrStoreTimeout, c.timeout)
+		}
 	}
+	if r.err != nil && errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		return nil, fmt.Errorf("%w (%v): %w", ErrStoreTimeout, c.timeout, r.err)
+	}
+	return r.outs, r.err
 }
 
 // Close stops taking new events, writes every event already submitted and

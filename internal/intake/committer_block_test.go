@@ -337,3 +337,22 @@ func TestHungWriteFailsAtTheStoreTimeout(t *testing.T) {
 		}
 	})
 }
+
+// A store that fails at once failed; it did not time out: the answer
+// carries its error, never ErrStoreTimeout, however the committer's
+// goroutines happen to be scheduled.
+func TestStoreErrorIsNotATimeout(t *testing.T) {
+	t.Parallel()
+	s := newGatedStore(t)
+	c := newCommitter(s, intake.CommitterOptions{RecentKeys: -1, StoreTimeout: time.Minute})
+	defer c.Close()
+	refused := errors.New("prepared statement does not exist")
+	for i := range 200 {
+		got := submitAsync(c, s, item(fmt.Sprintf("evt_refused_%d", i)))
+		<-s.calls
+		s.gate <- refused
+		if a := <-got; !errors.Is(a.err, refused) || errors.Is(a.err, intake.ErrStoreTimeout) {
+			t.Fatalf("write %d failed at once: %v; want the store's error, not a timeout", i, a.err)
+		}
+	}
+}
