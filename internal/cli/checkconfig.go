@@ -3,7 +3,9 @@ package cli
 import (
 	"context"
 	"fmt"
+	"io"
 
+	"github.com/hookgate/hookgate/internal/config"
 	"github.com/hookgate/hookgate/internal/deliver"
 	"github.com/hookgate/hookgate/internal/source"
 )
@@ -47,7 +49,17 @@ configuration with every secret masked.`,
 	if err != nil {
 		return err
 	}
+	printWarnings(std.Stderr, cfg)
 	fmt.Fprintf(std.Stdout, "# %s: valid, %d source(s)\n", db.configPath, len(cfg.Sources))
 	_, err = std.Stdout.Write(out)
 	return err
+}
+
+// printWarnings prints what cfg allows but probably does not mean
+// ([config.Config.Warnings]), one "warning: " line each: check-config and
+// serve go on.
+func printWarnings(w io.Writer, cfg config.Config) {
+	for _, s := range cfg.Warnings() {
+		fmt.Fprintf(w, "warning: %s\n", s)
+	}
 }

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/hookgate/hookgate/dedupe"
+	"github.com/hookgate/hookgate/internal/config"
 	"github.com/hookgate/hookgate/internal/eventview"
 	"github.com/hookgate/hookgate/internal/inbox"
 )
@@ -155,30 +156,11 @@ func parseWhen(v string, now time.Time) (time.Time, error) {
 	if t, err := time.Parse(time.DateOnly, v); err == nil {
 		return t, nil
 	}
-	d, err := parseDays(v)
+	d, err := config.ParseDuration(v)
 	if err != nil || d <= 0 {
 		return time.Time{}, fmt.Errorf("%q: want a positive duration (90m, 2h, 7d) or a time (2026-03-01T10:00:00Z, 2026-03-01)", v)
 	}
 	return now.Add(-d), nil
-}
-
-// parseDays is time.ParseDuration that also takes a leading number of
-// days: 7d, 1d12h.
-func parseDays(v string) (time.Duration, error) {
-	days, rest, ok := strings.Cut(v, "d")
-	if !ok {
-		return time.ParseDuration(v)
-	}
-	n, err := strconv.ParseUint(days, 10, 16)
-	if err != nil {
-		return 0, err
-	}
-	d := time.Duration(n) * 24 * time.Hour
-	if rest == "" {
-		return d, nil
-	}
-	r, err := time.ParseDuration(rest)
-	return d + r, err
 }
 
 // listEvents runs a list command: the filter flags (--status only when

@@ -53,6 +53,9 @@ Without --config it serves a demo source on the embedded SQLite database
 	if err != nil {
 		return err
 	}
+	if !demo {
+		printWarnings(std.Stderr, cfg)
+	}
 	if *listen != "" {
 		cfg.Listen = *listen
 	}

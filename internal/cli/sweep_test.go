@@ -46,7 +46,7 @@ func TestSweep(t *testing.T) {
 	if again := d.accept("stripe", "acme", "1", "4"); len(again) != 1 {
 		t.Errorf("after the sweep, %d of (1, 4) are new, want 1 (the expired key)", len(again))
 	}
-	if out := d.mustRun("sweep"); out != "removed 1 expired dedupe keys and 0 events processed more than 720h ago\n" {
+	if out := d.mustRun("sweep"); out != "removed 1 expired dedupe keys and 0 events processed more than 30d ago\n" {
 		t.Errorf("second sweep = %q", out)
 	}
 }
@@ -61,7 +61,7 @@ func TestSweepRetentionFromConfig(t *testing.T) {
 		t.Fatal(err)
 	}
 	out := d.mustRun("sweep", "--config", cfg)
-	if out != "removed 3 expired dedupe keys and 0 events processed more than 2000h ago\n" {
+	if out != "removed 3 expired dedupe keys and 0 events processed more than 83d8h ago\n" {
 		t.Errorf("sweep = %q", out)
 	}
 	for _, id := range ids {

@@ -2,9 +2,7 @@ package config
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
-	"io"
 	"maps"
 	"net/url"
 	"os"
@@ -424,29 +422,12 @@ func Parse(data []byte) (Config, error) {
 // parse is Parse with relative schema paths taken from dir and the
 // environment read through lookupEnv.
 func parse(data []byte, dir string, lookupEnv func(string) (string, bool)) (Config, error) {
-	var root yaml.Node
-	dec := yaml.NewDecoder(bytes.NewReader(data))
-	switch err := dec.Decode(&root); {
-	case errors.Is(err, io.EOF):
-		return Default(), nil
-	case err != nil:
-		return Config{}, yamlError(err)
-	}
-	var extra yaml.Node
-	if err := dec.Decode(&extra); !errors.Is(err, io.EOF) {
-		return Config{}, fmt.Errorf("%w: more than one YAML document", ErrInvalid)
-	}
-
-	// Decoding over the defaults keeps what the file leaves out and lets an
-	// explicit zero ("max_body: 0") fail validation instead of meaning default.
-	cfg := Default()
-	strict := yaml.NewDecoder(bytes.NewReader(data))
-	strict.KnownFields(true)
-	if err := strict.Decode(&cfg); err != nil {
-		return Config{}, yamlError(err)
+	cfg, root, err := decodeYAML(data)
+	if err != nil || root == nil {
+		return cfg, err
 	}
 	lines := map[string]int{}
-	nodeLines(&root, "", lines)
+	nodeLines(root, "", lines)
 	for i := range cfg.Sources {
 		s := &cfg.Sources[i]
 		if s.Window == 0 {
@@ -549,33 +530,35 @@ func (d *Destination) setDefaults(unset func(key string, zero bool) bool) {
 	}
 }
 
-// yamlError turns the decoder's error into one that starts with "config".
-func yamlError(err error) error {
-	var te *yaml.TypeError
-	if errors.As(err, &te) {
-		return fmt.Errorf("%w:\n  %s", ErrInvalid, strings.Join(te.Errors, "\n  "))
-	}
-	return fmt.Errorf("%w: %w", ErrInvalid, err)
-}
-
-// nodeLines records the line of every field path below n ("sources[2].provider").
+// nodeLines records the line of every field path below n
+// ("sources[2].provider"), following aliases and merge keys as the
+// decoder does: a key merged in (<<: *defaults) is recorded where it is
+// written, unless the mapping sets it itself.
 func nodeLines(n *yaml.Node, path string, lines map[string]int) {
 	switch n.Kind {
 	case yaml.DocumentNode:
 		for _, c := range n.Content {
 			nodeLines(c, path, lines)
 		}
+	case yaml.AliasNode:
+		if n.Alias != nil {
+			nodeLines(n.Alias, path, lines)
+		}
 	case yaml.MappingNode:
 		lines[path] = n.Line
-		for i := 0; i+1 < len(n.Content); i += 2 {
-			k, v := n.Content[i], n.Content[i+1]
-			p := k.Value
-			if path != "" {
-				p = path + "." + k.Value
-			}
+		set := map[string]bool{}
+		record := func(k, v *yaml.Node) {
+			p := joinPath(path, k.Value)
 			lines[p] = k.Line
 			nodeLines(v, p, lines)
 		}
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			if k := n.Content[i]; k.ShortTag() != mergeTag {
+				set[k.Value] = true
+				record(k, n.Content[i+1])
+			}
+		}
+		eachMerged(n, set, record, func(*yaml.Node) {})
 	case yaml.SequenceNode:
 		lines[path] = n.Line
 		for i, c := range n.Content {

@@ -189,11 +189,60 @@ func TestParseErrors(t *testing.T) {
 		is   error
 	}{
 		{"unknown top-level key", "listen: :80\nlisten_addr: :81\n",
-			[]string{"line 2", "field listen_addr not found"}, ErrInvalid},
+			[]string{"line 2: listen_addr: unknown field; did you mean listen?"}, ErrInvalid},
+		{"misspelt top-level key", "workerz: 8\n",
+			[]string{"line 1: workerz: unknown field; did you mean workers?"}, ErrInvalid},
 		{"unknown source key", src("    provider: stripe\n    secret: env:STRIPE_WEBHOOK_SECRET\n    sekret: x\n"),
-			[]string{"line 5", "field sekret not found"}, ErrInvalid},
+			[]string{"line 5: sources[0].sekret: unknown field; did you mean secret?"}, ErrInvalid},
+		{"destination key on a source", src("    provider: stripe\n    secret: env:STRIPE_WEBHOOK_SECRET\n    retries: 3\n"),
+			[]string{"line 5: sources[0].retries: unknown field; want one of: name, provider, secret, token, tenant, public_url, " +
+				"organization_id, signature, key, scope, window, replay_guard, entity, schema, destinations"}, ErrInvalid},
 		{"unknown entity key", src("    provider: stripe\n    secret: env:STRIPE_WEBHOOK_SECRET\n    entity: {kind: json:a}\n"),
-			[]string{"line 5", "field kind not found"}, ErrInvalid},
+			[]string{"line 5: sources[0].entity.kind: unknown field; want one of: type, id, version, state"}, ErrInvalid},
+		{"unknown signature key", src("    provider: hmac\n    secret: env:CUSTOM_SECRET\n    key: [header:X-Id]\n    signature: {header: X-Sig, algo: sha1}\n"),
+			[]string{"line 6: sources[0].signature.algo: unknown field; did you mean algorithm?"}, ErrInvalid},
+		{"key written twice", "listen: :80\nworkers: 2\nlisten: :81\n",
+			[]string{"line 3: listen: written twice (first on line 1): keep one"}, ErrInvalid},
+		{"whole file a list", "- listen: :80\n",
+			[]string{"line 1: want a mapping, not a list"}, ErrInvalid},
+		{"whole file a word", "hookgate\n",
+			[]string{"line 1: \"hookgate\": want a mapping"}, ErrInvalid},
+		{"workers a word", "workers: four\n",
+			[]string{"line 1: workers: \"four\": want a whole number"}, ErrInvalid},
+		{"workers a fraction", "workers: 1.5\n",
+			[]string{"line 1: workers: \"1.5\": want a whole number"}, ErrInvalid},
+		{"workers quoted", "workers: \"4\"\n",
+			[]string{"line 1: workers: \"4\": want a whole number, written without quotes"}, ErrInvalid},
+		{"workers too large", "workers: 99999999999999999999\n",
+			[]string{"line 1: workers: \"99999999999999999999\": want a whole number"}, ErrInvalid},
+		{"batch a list", "batch: [1]\n",
+			[]string{"line 1: batch: want a whole number, not a list"}, ErrInvalid},
+		{"public not a boolean", "metrics:\n  public: maybe\n",
+			[]string{"line 2: metrics.public: \"maybe\": want true or false"}, ErrInvalid},
+		{"public a mapping", "metrics:\n  public: {a: 1}\n",
+			[]string{"line 2: metrics.public: want true or false, not a mapping"}, ErrInvalid},
+		{"listen a list", "listen: [a]\n",
+			[]string{"line 1: listen: want text, not a list"}, ErrInvalid},
+		{"admin a word", "admin: on\n",
+			[]string{"line 1: admin: \"on\": want a mapping"}, ErrInvalid},
+		{"sources a mapping", "sources:\n  name: a\n",
+			[]string{"line 2: sources: want a list, not a mapping"}, ErrInvalid},
+		{"source a word", "sources: [stripe]\n",
+			[]string{"line 1: sources[0]: \"stripe\": want a mapping"}, ErrInvalid},
+		{"key not a list", src("    provider: stripe\n    secret: env:STRIPE_WEBHOOK_SECRET\n    key: json:id\n"),
+			[]string{"line 5: sources[0].key: \"json:id\": want a list"}, ErrInvalid},
+		{"key element a mapping", src("    provider: stripe\n    secret: env:STRIPE_WEBHOOK_SECRET\n    key: [{json: id}]\n"),
+			[]string{"line 5: sources[0].key[0]: want text, not a mapping"}, ErrInvalid},
+		{"signature a word", src("    provider: hmac\n    secret: env:CUSTOM_SECRET\n    key: [header:X-Id]\n    signature: X-Sig\n"),
+			[]string{"line 6: sources[0].signature: \"X-Sig\": want a mapping"}, ErrInvalid},
+		{"secret a mapping", src("    provider: stripe\n    secret: {env: STRIPE_WEBHOOK_SECRET}\n"),
+			[]string{"line 4: sources[0].secret: want env:NAME or file:PATH, or a list of them (the value is not shown)"}, ErrInvalid},
+		{"secret list with an inline secret", src("    provider: stripe\n    secret: [env:STRIPE_WEBHOOK_SECRET, inline_secret_value]\n"),
+			[]string{"line 4: sources[0].secret[1]: want env:NAME or file:PATH (the value is not shown)"}, ErrInvalid},
+		{"empty secret list", src("    provider: stripe\n    secret: []\n"),
+			[]string{"line 4: sources[0].secret: want at least one env:NAME or file:PATH"}, ErrInvalid},
+		{"errors in document order", "workers: x\nbatch: y\nlistn: z\n",
+			[]string{"line 1: workers: \"x\": want a whole number\nline 2: batch: \"y\": want a whole number\nline 3: listn: unknown field; did you mean listen?"}, ErrInvalid},
 		{"bad provider", src("    provider: strpe\n    secret: env:STRIPE_WEBHOOK_SECRET\n"),
 			[]string{"line 3: sources[0].provider: unknown provider \"strpe\" (want standard|stripe|github|shopify|hubspot|salesforce|shippo|hmac)"}, ErrInvalid},
 		{"missing provider", src(""),
@@ -203,7 +252,7 @@ func TestParseErrors(t *testing.T) {
 		{"secret file missing", src("    provider: stripe\n    secret: file:" + missing + "\n"),
 			[]string{"sources[0].secret", "file:" + missing, "no such file"}, ErrSecret},
 		{"secret written inline", src("    provider: stripe\n    secret: whsec_inline_secret_value\n"),
-			[]string{"line 4", "env:NAME or file:PATH (the value is not shown)"}, ErrInvalid},
+			[]string{"line 4: sources[0].secret: want env:NAME or file:PATH (the value is not shown)"}, ErrInvalid},
 		{"secret missing", src("    provider: github\n"),
 			[]string{"sources[0].secret: required for provider github"}, ErrInvalid},
 		{"secret on salesforce", src("    provider: salesforce\n    organization_id: 00D5e000000AbCdEAK\n    secret: env:GITHUB_SECRET\n"),
@@ -255,15 +304,23 @@ func TestParseErrors(t *testing.T) {
 		{"duplicate source name", "sources:\n  - {name: a, provider: github, secret: env:GITHUB_SECRET}\n  - {name: a, provider: github, secret: env:GITHUB_SECRET}\n",
 			[]string{"line 3: sources[1].name: \"a\": already used by sources[0]"}, ErrInvalid},
 		{"bad size unit", "max_body: 1XB\n",
-			[]string{"line 1", "invalid size \"1XB\""}, ErrInvalid},
+			[]string{"line 1: max_body: \"1XB\": want a whole number of bytes with a unit of B, KiB, MiB, GiB, KB, MB or GB, such as 1MiB"}, ErrInvalid},
 		{"fractional size", "max_body: 1.5MiB\n",
-			[]string{"line 1", "invalid size \"1.5MiB\""}, ErrInvalid},
+			[]string{"line 1: max_body: \"1.5MiB\": want a whole number of bytes"}, ErrInvalid},
 		{"negative size", "max_body: -1\n",
-			[]string{"invalid size \"-1\""}, ErrInvalid},
+			[]string{"max_body: \"-1\": want a whole number of bytes"}, ErrInvalid},
 		{"size overflow", "max_body: 99999999999GiB\n",
-			[]string{"invalid size \"99999999999GiB\""}, ErrInvalid},
-		{"bad duration", "dedupe:\n  window: 7d\n",
-			[]string{"line 2", "invalid duration \"7d\""}, ErrInvalid},
+			[]string{"max_body: \"99999999999GiB\": want a whole number of bytes"}, ErrInvalid},
+		{"size a mapping", "limits:\n  max_pending_body: {a: 1}\n",
+			[]string{"line 2: limits.max_pending_body: want a whole number of bytes with a unit of B, KiB, MiB, GiB, KB, MB or GB, such as 1MiB, not a mapping"}, ErrInvalid},
+		{"bad duration", "dedupe:\n  window: 7x\n",
+			[]string{"line 2: dedupe.window: \"7x\": want a duration like 30s, 5m, 2h or 7d"}, ErrInvalid},
+		{"fractional days", "dedupe:\n  window: 1.5d\n",
+			[]string{"line 2: dedupe.window: \"1.5d\": want a duration like 30s, 5m, 2h or 7d"}, ErrInvalid},
+		{"duration a list", "retention: [1h]\n",
+			[]string{"line 1: retention: want a duration like 30s, 5m, 2h or 7d, not a list"}, ErrInvalid},
+		{"negative days", "dedupe:\n  window: -7d\n",
+			[]string{"line 2: dedupe.window: -7d: must be positive"}, ErrInvalid},
 		{"negative window", "dedupe:\n  window: -1h\n",
 			[]string{"line 2: dedupe.window: -1h: must be positive"}, ErrInvalid},
 		{"negative source window", src("    provider: github\n    secret: env:GITHUB_SECRET\n    window: -5m\n"),
@@ -313,7 +370,7 @@ func TestParseErrors(t *testing.T) {
 		{"long timeout under the default lease", dest(destURL + "        timeout: 2m\n"),
 			[]string{"lease: 1m is shorter than sources[0].destinations[0].timeout (2m) + 1s: raise lease to at least 2m1s"}, ErrInvalid},
 		{"unknown admin key", "admin:\n  password: env:HOOKGATE_ADMIN_TOKEN\n",
-			[]string{"line 2", "field password not found"}, ErrInvalid},
+			[]string{"line 2: admin.password: unknown field; want one of: token, listen"}, ErrInvalid},
 		{"admin token unset", "admin:\n  token: env:HOOKGATE_TEST_UNSET\n",
 			[]string{"line 2: admin.token", "env:HOOKGATE_TEST_UNSET is unset or empty"}, ErrSecret},
 		{"admin listen not host:port", "admin:\n  listen: \"9090\"\n",
@@ -325,13 +382,13 @@ func TestParseErrors(t *testing.T) {
 		{"admin listen on the port listen takes everywhere", "listen: :8080\nadmin:\n  listen: 127.0.0.1:8080\n",
 			[]string{"line 3: admin.listen: \"127.0.0.1:8080\": the same address as listen"}, ErrInvalid},
 		{"unknown metrics key", "metrics:\n  path: /m\n",
-			[]string{"line 2", "field path not found"}, ErrInvalid},
+			[]string{"line 2: metrics.path: unknown field; want one of: token, public"}, ErrInvalid},
 		{"metrics token unset", "metrics:\n  token: env:HOOKGATE_TEST_UNSET\n",
 			[]string{"line 2: metrics.token", "env:HOOKGATE_TEST_UNSET is unset or empty"}, ErrSecret},
 		{"metrics token inline", "metrics:\n  token: inline_secret_value\n",
-			[]string{"line 2", "env:NAME or file:PATH (the value is not shown)"}, ErrInvalid},
+			[]string{"line 2: metrics.token: want env:NAME or file:PATH (the value is not shown)"}, ErrInvalid},
 		{"admin token inline", "admin:\n  token: inline_secret_value\n",
-			[]string{"line 2", "env:NAME or file:PATH (the value is not shown)"}, ErrInvalid},
+			[]string{"line 2: admin.token: want env:NAME or file:PATH (the value is not shown)"}, ErrInvalid},
 		{"schema missing", src("    provider: github\n    secret: env:GITHUB_SECRET\n    schema: " + missing + ".json\n"),
 			[]string{"line 5: sources[0].schema: \"" + missing + ".json\"", "no such file"}, ErrInvalid},
 		{"schema relative missing", src("    provider: github\n    secret: env:GITHUB_SECRET\n    schema: schemas/absent.json\n"),
@@ -339,7 +396,26 @@ func TestParseErrors(t *testing.T) {
 		{"schema a directory", src("    provider: github\n    secret: env:GITHUB_SECRET\n    schema: testdata\n"),
 			[]string{"sources[0].schema: \"testdata\": not a regular file"}, ErrInvalid},
 		{"unknown destination key", dest(destURL + "        retries: 3\n"),
-			[]string{"line 8", "field retries not found"}, ErrInvalid},
+			[]string{"line 8: sources[0].destinations[0].retries: unknown field; want one of: name, url, secret, on, types, headers, " +
+				"timeout, max_attempts, retry_initial, retry_max_delay, max_in_flight, pause_after, pause_for"}, ErrInvalid},
+		{"destination key in another case", dest(destURL + "        maxAttempts: 3\n"),
+			[]string{"line 8: sources[0].destinations[0].maxAttempts: unknown field; did you mean max_attempts?"}, ErrInvalid},
+		{"destination key that starts two", dest(destURL + "        retry: 1s\n"),
+			[]string{"line 8: sources[0].destinations[0].retry: unknown field; did you mean retry_initial or retry_max_delay?"}, ErrInvalid},
+		{"unknown key in the second destination", dest(destURL + "      - name: b\n" + destURL + "        timout: 5s\n"),
+			[]string{"line 10: sources[0].destinations[1].timout: unknown field; did you mean timeout?"}, ErrInvalid},
+		{"unknown key beside a merge", "sources:\n  - name: s\n    provider: github\n    secret: env:GITHUB_SECRET\n    destinations:\n" +
+			"      - &app {name: a, url: \"http://127.0.0.1:3000/in\"}\n      - {<<: *app, name: b, timeot: 3s}\n",
+			[]string{"line 7: sources[0].destinations[1].timeot: unknown field; did you mean timeout?"}, ErrInvalid},
+		{"unknown key in a merged mapping", "sources:\n  - name: s\n    provider: github\n    secret: env:GITHUB_SECRET\n    destinations:\n" +
+			"      - &app {name: a, url: \"http://127.0.0.1:3000/in\", timeot: 3s}\n      - {<<: *app, name: b}\n",
+			[]string{"line 6: sources[0].destinations[0].timeot: unknown field; did you mean timeout?"}, ErrInvalid},
+		{"destination max_attempts a word", dest(destURL + "        max_attempts: many\n"),
+			[]string{"line 8: sources[0].destinations[0].max_attempts: \"many\": want a whole number"}, ErrInvalid},
+		{"destination a word", src("    provider: github\n    secret: env:GITHUB_SECRET\n    destinations: [app]\n"),
+			[]string{"line 5: sources[0].destinations[0]: \"app\": want a mapping"}, ErrInvalid},
+		{"destination header written twice", dest(destURL + "        headers:\n          X-A: a\n          X-A: b\n"),
+			[]string{"line 10: sources[0].destinations[0].headers.X-A: written twice (first on line 9): keep one"}, ErrInvalid},
 		{"destination without url", dest(""),
 			[]string{"line 6: sources[0].destinations[0].url: missing: want an absolute http or https URL"}, ErrInvalid},
 		{"destination relative url", dest("        url: /hooks/stripe\n"),
@@ -372,8 +448,8 @@ func TestParseErrors(t *testing.T) {
 			[]string{"line 8: sources[0].destinations[0].retry_initial: 3h is longer than retry_max_delay (2h)"}, ErrInvalid},
 		{"destination retry_initial above retry_max_delay", dest(destURL + "        retry_initial: 1m\n        retry_max_delay: 30s\n"),
 			[]string{"line 8: sources[0].destinations[0].retry_initial: 1m is longer than retry_max_delay (30s)"}, ErrInvalid},
-		{"destination bad retry duration", dest(destURL + "        retry_max_delay: 2d\n"),
-			[]string{"line 8", "invalid duration \"2d\""}, ErrInvalid},
+		{"destination bad retry duration", dest(destURL + "        retry_max_delay: 2 days\n"),
+			[]string{"line 8: sources[0].destinations[0].retry_max_delay: \"2 days\": want a duration like 30s, 5m, 2h or 7d"}, ErrInvalid},
 		{"destination bad type pattern", dest(destURL + "        types: [charge.*, \"charge.[\"]\n"),
 			[]string{"line 8: sources[0].destinations[0].types[1]: \"charge.[\": not a valid pattern"}, ErrInvalid},
 		{"destination empty type pattern", dest(destURL + "        types: [\"\"]\n"),
@@ -429,17 +505,17 @@ func TestParseErrors(t *testing.T) {
 		{"destination header value file missing", dest(destURL + "        headers:\n          Authorization: file:" + missing + "\n"),
 			[]string{"line 9: sources[0].destinations[0].headers.Authorization", "file:" + missing, "no such file"}, ErrSecret},
 		{"destination header value bad env ref", dest(destURL + "        headers:\n          Authorization: \"env:\"\n"),
-			[]string{"line 9", "env: needs a name after the colon"}, ErrInvalid},
+			[]string{"line 9: sources[0].destinations[0].headers.Authorization: ", "env: needs a name after the colon"}, ErrInvalid},
 		{"destination header value a list", dest(destURL + "        headers:\n          Authorization: [a, b]\n"),
-			[]string{"line 9", "a header value must be text, env:NAME or file:PATH"}, ErrInvalid},
+			[]string{"line 9: sources[0].destinations[0].headers.Authorization: want text, env:NAME or file:PATH, not a list"}, ErrInvalid},
 		{"destination headers not a map", dest(destURL + "        headers: [a]\n"),
-			[]string{"line 8", "cannot unmarshal"}, ErrInvalid},
+			[]string{"line 8: sources[0].destinations[0].headers: want a mapping, not a list"}, ErrInvalid},
 		{"destination secret unset", dest(destURL + "        secret: env:HOOKGATE_TEST_UNSET\n"),
 			[]string{"line 8: sources[0].destinations[0].secret", "env:HOOKGATE_TEST_UNSET is unset or empty"}, ErrSecret},
 		{"destination secret not base64", dest(destURL + "        secret: env:BAD_WEBHOOK_SECRET\n"),
 			[]string{"line 8: sources[0].destinations[0].secret", "want a Standard Webhooks secret"}, ErrSecret},
 		{"destination secret inline", dest(destURL + "        secret: whsec_inline_secret_value\n"),
-			[]string{"line 8", "env:NAME or file:PATH (the value is not shown)"}, ErrInvalid},
+			[]string{"line 8: sources[0].destinations[0].secret: want env:NAME or file:PATH (the value is not shown)"}, ErrInvalid},
 		{"bad listen", "listen: localhost\n",
 			[]string{"listen: \"localhost\": want host:port"}, ErrInvalid},
 		{"bad listen port", "listen: \":99999\"\n",
@@ -447,9 +523,11 @@ func TestParseErrors(t *testing.T) {
 		{"two documents", "listen: :80\n---\nlisten: :81\n",
 			[]string{"more than one YAML document"}, ErrInvalid},
 		{"bad yaml", "listen: [\n",
-			[]string{"yaml:"}, ErrInvalid},
+			[]string{"not valid YAML: "}, ErrInvalid},
+		{"bad yaml on a line", "listen: a\n  b: c\n",
+			[]string{"line 2: not valid YAML: mapping values are not allowed in this context"}, ErrInvalid},
 		{"sources not a list", "sources: stripe\n",
-			[]string{"line 1", "cannot unmarshal"}, ErrInvalid},
+			[]string{"line 1: sources: \"stripe\": want a list"}, ErrInvalid},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -474,7 +552,89 @@ func TestParseErrors(t *testing.T) {
 					t.Errorf("error %q repeats the secret %q", err, v)
 				}
 			}
+			// The user's words, not the decoder's: no YAML tags, no Go types.
+			for _, goish := range []string{"!!", "cannot unmarshal", "in type", "into ", "config.", "yaml:", "map[", "[]"} {
+				if strings.Contains(err.Error(), goish) {
+					t.Errorf("error %q speaks Go or YAML internals (%q)", err, goish)
+				}
+			}
 		})
+	}
+}
+
+// Durations take days wherever the configuration has one, and print
+// them back as days.
+func TestParseDays(t *testing.T) {
+	t.Parallel()
+	cfg, err := parse([]byte("dedupe: {window: 7d}\nretention: 30d\nsources:\n  - {name: gh, provider: github, secret: env:GITHUB_SECRET, window: 1d12h}\n"), "", lookupTestEnv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Dedupe.Window != Duration(168*time.Hour) || cfg.Retention != Duration(720*time.Hour) || cfg.Sources[0].Window != Duration(36*time.Hour) {
+		t.Errorf("window %v, retention %v, source window %v; want 168h, 720h, 36h",
+			time.Duration(cfg.Dedupe.Window), time.Duration(cfg.Retention), time.Duration(cfg.Sources[0].Window))
+	}
+	out, err := cfg.Redacted()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"\n  window: 7d\n", "\nretention: 30d\n", "\n    window: 1d12h\n"} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("Redacted() does not contain %q:\n%s", want, out)
+		}
+	}
+}
+
+// Anchors, aliases and merge keys are checked where they are used.
+func TestParseAnchors(t *testing.T) {
+	t.Parallel()
+	cfg, err := parse([]byte(`
+sources:
+  - name: a
+    provider: github
+    secret: env:GITHUB_SECRET
+    destinations:
+      - &app {name: app, url: "http://127.0.0.1:3000/a", timeout: 5s}
+  - name: b
+    provider: github
+    secret: env:GITHUB_SECRET
+    destinations:
+      - *app
+      - &mid {<<: *app, name: app2, max_attempts: 3}
+      - {<<: [*mid], name: app3, url: "http://127.0.0.1:3000/c"}
+`), "", lookupTestEnv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Merged fields are fields the YAML sets: they keep their values
+	// rather than taking the defaults.
+	ds := cfg.Sources[1].Destinations
+	if len(ds) != 3 || ds[0].Name != "app" || ds[0].Timeout != Duration(5*time.Second) ||
+		ds[1].Name != "app2" || ds[1].Timeout != Duration(5*time.Second) || ds[1].MaxAttempts != 3 ||
+		ds[2].Name != "app3" || ds[2].URL != "http://127.0.0.1:3000/c" || ds[2].Timeout != Duration(5*time.Second) || ds[2].MaxAttempts != 3 {
+		t.Errorf("destinations = %+v", ds)
+	}
+}
+
+// A configuration without sources is valid but accepts nothing: it warns.
+func TestWarnings(t *testing.T) {
+	t.Parallel()
+	const noSources = "no sources: hookgate accepts nothing until one is configured (see docs/configuration.md)"
+	for _, data := range []string{"", "listen: 127.0.0.1:8080\n", "sources: []\n"} {
+		cfg, err := parse([]byte(data), "", lookupTestEnv)
+		if err != nil {
+			t.Fatalf("parse(%q): %v", data, err)
+		}
+		if got := cfg.Warnings(); len(got) != 1 || got[0] != noSources {
+			t.Errorf("parse(%q).Warnings() = %q, want %q", data, got, noSources)
+		}
+	}
+	cfg, err := parse([]byte("sources:\n  - {name: gh, provider: github, secret: env:GITHUB_SECRET}\n"), "", lookupTestEnv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := cfg.Warnings(); len(got) != 0 {
+		t.Errorf("Warnings() with a source = %q, want none", got)
 	}
 }
 

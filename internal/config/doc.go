@@ -1,12 +1,16 @@
 // Package config reads hookgate's YAML configuration.
 //
-// [Parse] decodes strictly (an unknown key is an error that names the key and
-// its line), fills in defaults for everything left out, resolves secrets and
-// validates the result; [Load] does the same for a file. Every validation
-// error is a [*FieldError] naming the field path and, where it was read from
-// YAML, its line:
+// [Parse] decodes strictly, fills in defaults for everything left out,
+// resolves secrets and validates the result; [Load] does the same for a
+// file. Every error is a [*FieldError] naming the field's path in the YAML,
+// its line, the value and what is wanted, in the user's words rather than
+// the decoder's Go types; an unknown key suggests the nearest known one:
 //
 //	line 14: sources[2].provider: unknown provider "strpe" (want standard|stripe|...)
+//	line 3: workerz: unknown field; did you mean workers?
+//	line 5: workers: "four": want a whole number
+//
+// Durations are Go durations with days too ("7d", "1d12h"; [ParseDuration]).
 //
 // Secrets are never written in the file itself: a [Secret] is "env:NAME" or
 // "file:PATH", read once at load and printed as "****" by every formatter.

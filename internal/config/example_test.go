@@ -23,8 +23,8 @@ sources:
 	fmt.Println(cfg.Listen, cfg.MaxBody, cfg.Dedupe.Window)
 	fmt.Println(src.Name, src.Provider, src.Window)
 	// Output:
-	// 127.0.0.1:8080 256KiB 168h
-	// crm salesforce 24h
+	// 127.0.0.1:8080 256KiB 7d
+	// crm salesforce 1d
 }
 
 func ExampleParse_invalid() {
@@ -57,12 +57,12 @@ func ExampleConfig_Redacted() {
 	//   min_body_rate: 4KiB
 	//   body_grace: 5s
 	// dedupe:
-	//   window: 168h
+	//   window: 7d
 	//   on_store_error: reject
 	//   store_timeout: 5s
 	// workers: 4
 	// batch: 200
-	// retention: 720h
+	// retention: 30d
 	// sweep_every: 1h
 	// lease: 1m
 	// sources:

@@ -1,13 +1,8 @@
 package config
 
 import (
-	"bytes"
-	"errors"
 	"fmt"
-	"io"
 	"os"
-
-	"go.yaml.in/yaml/v3"
 )
 
 // databaseFields are the settings the database commands read; LoadDatabase
@@ -26,11 +21,9 @@ func LoadDatabase(path string) (Config, error) {
 	if err != nil {
 		return Config{}, fmt.Errorf("config: %w", err)
 	}
-	cfg := Default()
-	dec := yaml.NewDecoder(bytes.NewReader(data))
-	dec.KnownFields(true)
-	if err := dec.Decode(&cfg); err != nil && !errors.Is(err, io.EOF) {
-		return Config{}, fmt.Errorf("config %s: %w", path, yamlError(err))
+	cfg, _, err := decodeYAML(data)
+	if err != nil {
+		return Config{}, fmt.Errorf("config %s: %w", path, err)
 	}
 	var errs []*FieldError
 	for _, e := range cfg.check() {

@@ -52,6 +52,10 @@ func TestLoadDatabase(t *testing.T) {
 		len(cfg.Sources) != 1 || cfg.Sources[0].Name != "shop" || cfg.Sources[0].Secret.Value() != "" {
 		t.Errorf("LoadDatabase = %+v", cfg)
 	}
+	days, err := config.LoadDatabase(writeConfig(t, "retention: 7d\n"))
+	if err != nil || time.Duration(days.Retention) != 7*24*time.Hour {
+		t.Errorf("LoadDatabase of retention: 7d: %v, retention %v", err, time.Duration(days.Retention))
+	}
 	empty, err := config.LoadDatabase(writeConfig(t, ""))
 	if err != nil || empty.Database != config.DefaultDatabase {
 		t.Errorf("LoadDatabase of an empty file: %v, database %q", err, empty.Database)
@@ -63,7 +67,8 @@ func TestLoadDatabase(t *testing.T) {
 func TestLoadDatabaseRefuses(t *testing.T) {
 	t.Parallel()
 	for _, c := range []struct{ name, text, want string }{
-		{"unknown key", "databse: sqlite:x.db\n", "databse"},
+		{"unknown key", "databse: sqlite:x.db\n", "line 1: databse: unknown field; did you mean database?"},
+		{"retention a word", "retention: forever\n", "line 1: retention: \"forever\": want a duration like 30s, 5m, 2h or 7d"},
 		{"bad database", "database: mysql://x\n", "database"},
 		{"bad retention", "retention: 0s\n", "retention"},
 		{"not yaml", "database: [\n", "config"},

@@ -1,8 +1,10 @@
 package config
 
 import (
+	"errors"
 	"fmt"
 	"os"
+	"strconv"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
@@ -104,26 +106,28 @@ func (s Secret) MarshalYAML() (any, error) {
 	return masked, nil
 }
 
+// wantSecretRef says what a secret is, without repeating the value.
+const wantSecretRef = "want env:NAME or file:PATH (the value is not shown)"
+
 // UnmarshalYAML reads a reference, "env:NAME" or "file:PATH", or a list of
 // them. The error for anything else names the element and does not repeat
 // the value, which may be a pasted secret.
-func (s *Secret) UnmarshalYAML(n *yaml.Node) error {
-	if n.Kind == yaml.ScalarNode {
-		return s.unmarshalRef(n)
-	}
-	if n.Kind != yaml.SequenceNode {
-		return typeError(n, "a secret must be env:NAME or file:PATH, or a list of them (the value is not shown)")
-	}
-	if len(n.Content) == 0 {
-		return typeError(n, "a secret list needs at least one env:NAME or file:PATH")
+func (s *Secret) UnmarshalYAML(n *yaml.Node) error { return asTypeError(s.decodeNode(n)) }
+
+func (s *Secret) decodeNode(n *yaml.Node) *FieldError {
+	switch {
+	case n.Kind == yaml.ScalarNode:
+		return s.decodeRef(n)
+	case n.Kind != yaml.SequenceNode:
+		return &FieldError{Line: n.Line, Err: errors.New("want env:NAME or file:PATH, or a list of them (the value is not shown)")}
+	case len(n.Content) == 0:
+		return &FieldError{Line: n.Line, Err: errors.New("want at least one env:NAME or file:PATH")}
 	}
 	elems := make([]Secret, len(n.Content))
 	for i, e := range n.Content {
-		if e.Kind != yaml.ScalarNode {
-			return typeError(e, fmt.Sprintf("secret[%d]: must be env:NAME or file:PATH (the value is not shown)", i))
-		}
-		if err := elems[i].unmarshalRef(e); err != nil {
-			return typeError(e, fmt.Sprintf("secret[%d]: must be env:NAME or file:PATH (the value is not shown)", i))
+		if fe := elems[i].decodeRef(e); fe != nil {
+			fe.Field = "[" + strconv.Itoa(i) + "]"
+			return fe
 		}
 	}
 	*s = elems[0]
@@ -131,10 +135,10 @@ func (s *Secret) UnmarshalYAML(n *yaml.Node) error {
 	return nil
 }
 
-// unmarshalRef reads one reference.
-func (s *Secret) unmarshalRef(n *yaml.Node) error {
-	if checkSecretRef(n.Value) != nil {
-		return typeError(n, "a secret must be env:NAME or file:PATH (the value is not shown)")
+// decodeRef reads one reference.
+func (s *Secret) decodeRef(n *yaml.Node) *FieldError {
+	if n.Kind != yaml.ScalarNode || checkSecretRef(n.Value) != nil {
+		return &FieldError{Line: n.Line, Err: errors.New(wantSecretRef)}
 	}
 	*s = Secret{ref: n.Value}
 	return nil
@@ -245,13 +249,15 @@ func (h HeaderValue) MarshalYAML() (any, error) { return h.String(), nil }
 // UnmarshalYAML reads a reference when the text starts with "env:" or
 // "file:", and a literal otherwise. The error for a malformed reference
 // names the reference; a literal is never repeated.
-func (h *HeaderValue) UnmarshalYAML(n *yaml.Node) error {
+func (h *HeaderValue) UnmarshalYAML(n *yaml.Node) error { return asTypeError(h.decodeNode(n)) }
+
+func (h *HeaderValue) decodeNode(n *yaml.Node) *FieldError {
 	if n.Kind != yaml.ScalarNode {
-		return typeError(n, "a header value must be text, env:NAME or file:PATH")
+		return wrongKind(n, "text, env:NAME or file:PATH")
 	}
 	if isSecretRef(n.Value) {
 		if err := checkSecretRef(n.Value); err != nil {
-			return typeError(n, err.Error())
+			return &FieldError{Line: n.Line, Err: err}
 		}
 		*h = HeaderValue{secret: Secret{ref: n.Value}}
 		return nil

@@ -10,18 +10,62 @@ import (
 	"go.yaml.in/yaml/v3"
 )
 
-// Duration is a [time.Duration] written in YAML as Go duration text ("168h",
-// "90s").
+// Duration is a [time.Duration] written in YAML as Go duration text with
+// days too ("7d", "1d12h", "90s"): see [ParseDuration].
 type Duration time.Duration
 
-// UnmarshalYAML reads a duration such as "24h" or "1h30m".
-func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
-	if n.Kind != yaml.ScalarNode {
-		return typeError(n, "want a duration such as 24h or 90s")
+// wantDuration says what a duration is.
+const wantDuration = "a duration like 30s, 5m, 2h or 7d"
+
+// day is the unit "d" of a duration.
+const day = 24 * time.Hour
+
+// ParseDuration reads a duration as [time.ParseDuration] does, and a whole
+// number of days before the rest: "7d", "1d12h", "-2d". A day is 24 hours.
+// The configuration's durations and the commands' --since and --until are
+// read with it.
+func ParseDuration(s string) (time.Duration, error) {
+	bad := fmt.Errorf("%s: want %s", quote(s), wantDuration)
+	sign, rest := "", s
+	if rest != "" && (rest[0] == '-' || rest[0] == '+') {
+		sign, rest = rest[:1], rest[1:]
 	}
-	v, err := time.ParseDuration(n.Value)
+	days, after, ok := strings.Cut(rest, "d")
+	if !ok {
+		v, err := time.ParseDuration(s)
+		if err != nil {
+			return 0, bad
+		}
+		return v, nil
+	}
+	n, err := strconv.ParseUint(days, 10, 64)
+	if err != nil || n > math.MaxInt64/uint64(day) {
+		return 0, bad
+	}
+	v := time.Duration(n) * day
+	if after != "" {
+		r, err := time.ParseDuration(after)
+		if err != nil || after[0] == '-' || after[0] == '+' || r > math.MaxInt64-v {
+			return 0, bad
+		}
+		v += r
+	}
+	if sign == "-" {
+		v = -v
+	}
+	return v, nil
+}
+
+// UnmarshalYAML reads a duration such as "24h", "7d" or "1h30m".
+func (d *Duration) UnmarshalYAML(n *yaml.Node) error { return asTypeError(d.decodeNode(n)) }
+
+func (d *Duration) decodeNode(n *yaml.Node) *FieldError {
+	if n.Kind != yaml.ScalarNode {
+		return wrongKind(n, wantDuration)
+	}
+	v, err := ParseDuration(n.Value)
 	if err != nil {
-		return typeError(n, fmt.Sprintf("invalid duration %q: want a number with unit h, m, s or ms, such as 24h", n.Value))
+		return &FieldError{Line: n.Line, Err: err}
 	}
 	*d = Duration(v)
 	return nil
@@ -32,10 +76,26 @@ func (d Duration) MarshalYAML() (any, error) {
 	return d.String(), nil
 }
 
-// String is the duration in Go syntax without trailing zero units: "168h",
-// "1h30m", "90ms".
+// String is the duration as [ParseDuration] reads it, in whole days first
+// and without trailing zero units: "7d", "1d12h", "1h30m", "90ms".
 func (d Duration) String() string {
-	s := time.Duration(d).String()
+	if d < 0 && d != math.MinInt64 {
+		return "-" + (-d).String()
+	}
+	days, rest := time.Duration(d)/day, time.Duration(d)%day
+	if days <= 0 {
+		return trimZeroUnits(time.Duration(d).String())
+	}
+	s := strconv.FormatInt(int64(days), 10) + "d"
+	if rest != 0 {
+		s += trimZeroUnits(rest.String())
+	}
+	return s
+}
+
+// trimZeroUnits drops the zero minutes and seconds of a Go duration:
+// "2h0m0s" is "2h", "5m0s" is "5m".
+func trimZeroUnits(s string) string {
 	if rest, ok := strings.CutSuffix(s, "m0s"); ok {
 		s = rest + "m"
 	}
@@ -78,19 +138,24 @@ func ParseByteSize(s string) (ByteSize, error) {
 	}
 	n, err := strconv.ParseInt(num, 10, 64)
 	if err != nil || mult == 0 || n > math.MaxInt64/mult {
-		return 0, fmt.Errorf("invalid size %q: want a whole number with unit B, KiB, MiB, GiB, KB, MB or GB, such as 1MiB", s)
+		return 0, fmt.Errorf("%s: want %s", quote(s), wantSize)
 	}
 	return ByteSize(n * mult), nil
 }
 
+// wantSize says what a size is.
+const wantSize = "a whole number of bytes with a unit of B, KiB, MiB, GiB, KB, MB or GB, such as 1MiB"
+
 // UnmarshalYAML reads a size such as 1MiB, or a plain number of bytes.
-func (b *ByteSize) UnmarshalYAML(n *yaml.Node) error {
+func (b *ByteSize) UnmarshalYAML(n *yaml.Node) error { return asTypeError(b.decodeNode(n)) }
+
+func (b *ByteSize) decodeNode(n *yaml.Node) *FieldError {
 	if n.Kind != yaml.ScalarNode {
-		return typeError(n, "want a size such as 1MiB")
+		return wrongKind(n, wantSize)
 	}
 	v, err := ParseByteSize(n.Value)
 	if err != nil {
-		return typeError(n, err.Error())
+		return &FieldError{Line: n.Line, Err: err}
 	}
 	*b = v
 	return nil
@@ -110,10 +175,4 @@ func (b ByteSize) String() string {
 		}
 	}
 	return strconv.FormatInt(int64(b), 10) + "B"
-}
-
-// typeError reports a bad value at n's line so that the decoder collects it
-// with the other errors of the document instead of stopping at it.
-func typeError(n *yaml.Node, msg string) error {
-	return &yaml.TypeError{Errors: []string{fmt.Sprintf("line %d: %s", n.Line, msg)}}
 }

@@ -70,12 +70,23 @@ func TestDuration(t *testing.T) {
 		want time.Duration
 		str  string
 	}{
-		{"168h", 168 * time.Hour, "168h"},
+		{"168h", 168 * time.Hour, "7d"},
+		{"7d", 7 * 24 * time.Hour, "7d"},
+		{"1d12h", 36 * time.Hour, "1d12h"},
+		{"36h", 36 * time.Hour, "1d12h"},
+		{"30d", 720 * time.Hour, "30d"},
+		{"1d0h30m", 24*time.Hour + 30*time.Minute, "1d30m"},
+		{"0d", 0, "0s"},
+		{"-7d", -7 * 24 * time.Hour, "-7d"},
+		{"+2d", 48 * time.Hour, "2d"},
+		{"24h", 24 * time.Hour, "1d"},
+		{"23h59m", 23*time.Hour + 59*time.Minute, "23h59m"},
 		{"1h30m", 90 * time.Minute, "1h30m"},
 		{"90s", 90 * time.Second, "1m30s"},
 		{"2m", 2 * time.Minute, "2m"},
 		{"1h0m30s", time.Hour + 30*time.Second, "1h0m30s"},
 		{"250ms", 250 * time.Millisecond, "250ms"},
+		{"-1h", -time.Hour, "-1h"},
 		{"0s", 0, "0s"},
 	}
 	for _, tt := range tests {
@@ -87,11 +98,39 @@ func TestDuration(t *testing.T) {
 		if d.String() != tt.str {
 			t.Errorf("Duration(%v).String() = %q, want %q", time.Duration(d), d.String(), tt.str)
 		}
+		if back, err := ParseDuration(d.String()); err != nil || back != tt.want {
+			t.Errorf("round trip of %q = %v, %v", d.String(), back, err)
+		}
 	}
-	for _, bad := range []string{"7d", "1 hour", "[1h]"} {
+	for _, bad := range []string{"1 hour", "[1h]", "d", "7", "7dd", "1.5d", "d12h", "7d-1h", "7d+1h", "--7d", "7 d",
+		"106752d", "106751d24h", "-106752d"} {
 		var d Duration
 		if err := yaml.Unmarshal([]byte(bad), &d); err == nil {
-			t.Errorf("decode %q succeeded", bad)
+			t.Errorf("decode %q succeeded: %v", bad, time.Duration(d))
 		}
+		if got, err := ParseDuration(bad); err == nil {
+			t.Errorf("ParseDuration(%q) = %v, want an error", bad, got)
+		}
+	}
+}
+
+// TestParseDuration: the one parser of durations with days, which
+// --since and --until read too.
+func TestParseDuration(t *testing.T) {
+	t.Parallel()
+	for in, want := range map[string]time.Duration{
+		"7d":     7 * 24 * time.Hour,
+		"1d12h":  36 * time.Hour,
+		"90m":    90 * time.Minute,
+		"2h":     2 * time.Hour,
+		"10d30s": 10*24*time.Hour + 30*time.Second,
+		"-1d1h":  -25 * time.Hour,
+	} {
+		if got, err := ParseDuration(in); err != nil || got != want {
+			t.Errorf("ParseDuration(%q) = %v, %v; want %v", in, got, err, want)
+		}
+	}
+	if got, err := ParseDuration(""); err == nil {
+		t.Errorf("ParseDuration(\"\") = %v, want an error", got)
 	}
 }

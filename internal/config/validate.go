@@ -40,12 +40,18 @@ type FieldError struct {
 	Err error
 }
 
-// Error returns "line N: field: problem", without the line when unknown.
+// Error returns "line N: field: problem", without the line when unknown
+// and without the field for the whole document.
 func (e *FieldError) Error() string {
+	var b strings.Builder
 	if e.Line > 0 {
-		return fmt.Sprintf("line %d: %s: %v", e.Line, e.Field, e.Err)
+		fmt.Fprintf(&b, "line %d: ", e.Line)
 	}
-	return e.Field + ": " + e.Err.Error()
+	if e.Field != "" {
+		b.WriteString(e.Field + ": ")
+	}
+	b.WriteString(e.Err.Error())
+	return b.String()
 }
 
 // Unwrap returns the underlying problem.
@@ -58,6 +64,17 @@ func (e *FieldError) Is(target error) bool { return target == ErrInvalid }
 // joins one [*FieldError] per problem.
 func (c Config) Validate() error {
 	return joinFieldErrors(c.check(), nil)
+}
+
+// Warnings lists what the configuration allows but is probably not
+// meant, in the user's words, for check-config and serve to print before
+// they go on.
+func (c Config) Warnings() []string {
+	var w []string
+	if len(c.Sources) == 0 {
+		w = append(w, "no sources: hookgate accepts nothing until one is configured (see docs/configuration.md)")
+	}
+	return w
 }
 
 // Validate checks one source on its own; field paths are relative to it
