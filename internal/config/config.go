@@ -138,7 +138,8 @@ type Config struct {
 	// DatabaseSession is an optional postgres:// URL that reaches the
 	// database server directly, bypassing any pooler, for what needs a
 	// session of its own: the lead as a session lock and LISTEN for new
-	// events. Without it the lead is a lease row and workers poll.
+	// events. Without it a database reached directly is its own session,
+	// and behind a pooler the lead is a lease row and workers poll.
 	DatabaseSession string `yaml:"database_session,omitempty"`
 	// MaxBody is the largest request body accepted (413 above it).
 	MaxBody ByteSize `yaml:"max_body"`
