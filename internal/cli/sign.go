@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"crypto/rand"
@@ -98,10 +99,7 @@ these included.`,
 		}
 	}
 	if *target == "" {
-		*target = base + "/in/" + sc.Name
-		if sc.Tenant == string(config.SelectPath) && *tenant != "" {
-			*target += "/" + url.PathEscape(*tenant)
-		}
+		*target = intakeURL(base, sc, *tenant)
 	}
 	u, err := url.Parse(*target)
 	if err != nil || u.Host == "" {
@@ -111,27 +109,16 @@ these included.`,
 	if err != nil {
 		return fmt.Errorf("sign: reading the body from stdin: %w", err)
 	}
-	signer, err := source.NewSigner(sc)
-	if err != nil {
-		return fmt.Errorf("sign: %w", err)
-	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u.String(), strings.NewReader(string(body)))
-	if err != nil {
-		return err
-	}
-	req.Header.Set("Content-Type", contentType(sc.Provider))
 	sent := providerHeaders(sc.Provider, *event, *tenant, time.Now())
-	for _, name := range sortedHeaders(sent) {
-		req.Header[name] = sent[name]
-	}
 	for _, h := range headers {
 		name, value, ok := strings.Cut(h, ":")
 		if !ok {
 			return usagef("sign: -H %q: want \"Name: value\"", h)
 		}
-		req.Header.Set(strings.TrimSpace(name), strings.TrimSpace(value))
+		sent.Set(strings.TrimSpace(name), strings.TrimSpace(value))
 	}
-	if err := signer.Sign(req, body); err != nil {
+	req, err := signedRequest(ctx, sc, u.String(), body, sent)
+	if err != nil {
 		return fmt.Errorf("sign: %w", err)
 	}
 	for _, name := range sortedHeaders(req.Header) {
@@ -139,6 +126,39 @@ these included.`,
 	}
 	fmt.Fprintf(std.Stdout, "\n%s\n", curlLine(req, string(body)))
 	return nil
+}
+
+// intakeURL is where a gateway at base takes sc's deliveries: /in/{source},
+// and /{tenant} after it for a source whose tenant is the path.
+func intakeURL(base string, sc config.Source, tenant string) string {
+	u := base + "/in/" + sc.Name
+	if sc.Tenant == string(config.SelectPath) && tenant != "" {
+		u += "/" + url.PathEscape(tenant)
+	}
+	return u
+}
+
+// signedRequest is the POST of body to target as sc's provider sends it:
+// its content type, then sent (which may replace it), signed last so that
+// the signature covers what it signs besides the body (standard's
+// webhook-id, HubSpot's URL).
+func signedRequest(ctx context.Context, sc config.Source, target string, body []byte, sent http.Header) (*http.Request, error) {
+	signer, err := source.NewSigner(sc)
+	if err != nil {
+		return nil, err
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, target, bytes.NewReader(body))
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Content-Type", contentType(sc.Provider))
+	for name, values := range sent {
+		req.Header[name] = values
+	}
+	if err := signer.Sign(req, body); err != nil {
+		return nil, err
+	}
+	return req, nil
 }
 
 // configSource is the source of cfg called name, or its only source when
