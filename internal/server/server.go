@@ -106,6 +106,7 @@ func New(cfg config.Config, opts Options) (*Server, error) {
 		s.now = time.Now
 	}
 	s.metrics.WatchInbox(s.store.Stats)
+	registerDBCollector(s.metrics.Registry, s.store)
 	var vopts []verify.Option
 	if opts.Now != nil {
 		vopts = append(vopts, verify.WithClock(opts.Now))
