@@ -41,7 +41,7 @@ func openWith(t testing.TB, url string, opts postgres.Options) *postgres.Store {
 func TestInbox(t *testing.T) {
 	t.Parallel()
 	inboxtest.Exercise(t, func(t *testing.T, clock *inboxtest.Clock) inbox.Store {
-		return open(t, pgtest.New(t), clock)
+		return open(t, postgres.Migrated.New(t), clock)
 	})
 }
 
@@ -57,7 +57,7 @@ func TestNodes(t *testing.T) {
 // caller's mistake, reported as such, and writes nothing.
 func TestAcceptRepeatedHash(t *testing.T) {
 	t.Parallel()
-	s := open(t, pgtest.New(t), nil)
+	s := open(t, postgres.Migrated.New(t), nil)
 	_, err := s.Accept(t.Context(), []inbox.Item{testItem("a"), testItem("b"), testItem("a")})
 	if !errors.Is(err, postgres.ErrRepeatedHash) || errors.Is(err, dedupe.ErrUnavailable) {
 		t.Fatalf("Accept of a repeated hash: %v, want ErrRepeatedHash only", err)
@@ -76,7 +76,7 @@ func TestAcceptRepeatedHash(t *testing.T) {
 func TestTextPostgresCannotHold(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
-	s := open(t, pgtest.New(t), nil)
+	s := open(t, postgres.Migrated.New(t), nil)
 	odd := testItem("evt\x00nul")
 	odd.Event.Tenant, odd.Event.EntityID, odd.Event.EntityState = "t\xff", "ch\x00", "paid\xc3"
 	odd.Event.Headers = map[string]string{"X-Id": "a\x00b"}
@@ -126,7 +126,7 @@ func TestTextPostgresCannotHold(t *testing.T) {
 // seconds instead of hanging the test.
 func TestLeaseSkipsLockedRows(t *testing.T) {
 	t.Parallel()
-	url := pgtest.New(t)
+	url := postgres.Migrated.New(t)
 	s := open(t, url, nil)
 	out, err := s.Accept(t.Context(), []inbox.Item{testItem("a"), testItem("b"), testItem("c")})
 	if err != nil {
