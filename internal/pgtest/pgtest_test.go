@@ -60,3 +60,58 @@ func TestProxyHangs(t *testing.T) {
 		t.Fatalf("a query after Restore: %v", err)
 	}
 }
+
+// A test's database is gone soon after the test ends, though its cleanup
+// does not wait for the drop; a Template's copies each hold what Build
+// made, copied at once by tests running together.
+func TestDatabasesAreDroppedAndTemplatesCopied(t *testing.T) {
+	t.Parallel()
+	tp := &pgtest.Template{Name: "pgtest_check", Key: "one table v1", Build: func(ctx context.Context, url string) error {
+		conn, err := pgx.Connect(ctx, url)
+		if err != nil {
+			return err
+		}
+		defer conn.Close(ctx)
+		_, err = conn.Exec(ctx, `CREATE TABLE made_by_build (id int)`)
+		return err
+	}}
+	var names [4]string
+	t.Run("copies", func(t *testing.T) {
+		for i := range names {
+			t.Run("copy", func(t *testing.T) {
+				t.Parallel()
+				url := tp.New(t)
+				conn, err := pgx.Connect(t.Context(), url)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer conn.Close(context.Background())
+				if err := conn.QueryRow(t.Context(), `SELECT current_database() FROM made_by_build LIMIT 1`).Scan(new(string)); !errors.Is(err, pgx.ErrNoRows) {
+					t.Fatalf("the copy lacks Build's table: %v", err)
+				}
+				if err := conn.QueryRow(t.Context(), `SELECT current_database()`).Scan(&names[i]); err != nil {
+					t.Fatal(err)
+				}
+			})
+		}
+	})
+	admin, err := pgx.Connect(t.Context(), pgtest.ServerURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close(context.Background())
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		var left int
+		if err := admin.QueryRow(t.Context(), `SELECT count(*) FROM pg_database WHERE datname = ANY($1)`, names[:]).Scan(&left); err != nil {
+			t.Fatal(err)
+		}
+		if left == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of the copies %v still there 30s after their tests ended", left, names)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
