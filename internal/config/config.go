@@ -167,6 +167,8 @@ type Config struct {
 	Admin Admin `yaml:"admin,omitempty"`
 	// Metrics configures /metrics.
 	Metrics Metrics `yaml:"metrics,omitempty"`
+	// Alerts says when incidents open and where they are notified.
+	Alerts Alerts `yaml:"alerts,omitempty"`
 	// Sources are the configured senders, served at POST /in/{name}.
 	Sources []Source `yaml:"sources"`
 }
@@ -272,6 +274,9 @@ type Source struct {
 	// from the configuration file's directory, and Load stores the
 	// resolved path.
 	Schema string `yaml:"schema,omitempty"`
+	// ExpectEvery opens source.silent when no event arrived for that long;
+	// zero: the source may stay quiet.
+	ExpectEvery Duration `yaml:"expect_every,omitempty"`
 	// Destinations are where the source's events are delivered.
 	Destinations []Destination `yaml:"destinations,omitempty"`
 }
@@ -395,6 +400,7 @@ func Default() Config {
 		Retention:  DefaultRetention,
 		SweepEvery: DefaultSweepEvery,
 		Lease:      DefaultLease,
+		Alerts:     defaultAlerts(),
 	}
 }
 
@@ -457,6 +463,13 @@ func parse(data []byte, dir string, lookupEnv func(string) (string, bool)) (Conf
 	}
 	resolve("admin.token", &cfg.Admin.Token)
 	resolve("metrics.token", &cfg.Metrics.Token)
+	for i := range cfg.Alerts.Channels {
+		c := &cfg.Alerts.Channels[i]
+		path := fmt.Sprintf("alerts.channels[%d]", i)
+		resolve(path+".url", &c.URL.secret)
+		resolve(path+".secret", &c.Secret)
+		resolve(path+".password", &c.Password)
+	}
 	for i := range cfg.Sources {
 		s := &cfg.Sources[i]
 		s.Secret.resolveList(fmt.Sprintf("sources[%d].secret", i), func(field string, e *Secret) {

@@ -34,6 +34,10 @@ var testEnv = map[string]string{
 	"MULTILINE_TOKEN":       "multiline_token_value\r\nX-Evil: 1",
 	"APP_WEBHOOK_SECRET":    "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw",
 	"BAD_WEBHOOK_SECRET":    "whsec_not*base64*value",
+	"OPS_WEBHOOK_SECRET":    "whsec_MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=",
+	"SLACK_WEBHOOK_URL":     "https://hooks.slack.com/services/T000/B000/slack_secret_part",
+	"SMTP_PASSWORD":         "smtp_password_value",
+	"BAD_URL":               "hooks.slack.com/services/no-scheme",
 }
 
 func lookupTestEnv(name string) (string, bool) {
@@ -196,7 +200,7 @@ func TestParseErrors(t *testing.T) {
 			[]string{"line 5: sources[0].sekret: unknown field; did you mean secret?"}, ErrInvalid},
 		{"destination key on a source", src("    provider: stripe\n    secret: env:STRIPE_WEBHOOK_SECRET\n    retries: 3\n"),
 			[]string{"line 5: sources[0].retries: unknown field; want one of: name, provider, secret, token, tenant, public_url, " +
-				"organization_id, signature, key, scope, window, replay_guard, entity, schema, destinations"}, ErrInvalid},
+				"organization_id, signature, key, scope, window, replay_guard, entity, schema, expect_every, destinations"}, ErrInvalid},
 		{"unknown entity key", src("    provider: stripe\n    secret: env:STRIPE_WEBHOOK_SECRET\n    entity: {kind: json:a}\n"),
 			[]string{"line 5: sources[0].entity.kind: unknown field; want one of: type, id, version, state"}, ErrInvalid},
 		{"unknown signature key", src("    provider: hmac\n    secret: env:CUSTOM_SECRET\n    key: [header:X-Id]\n    signature: {header: X-Sig, algo: sha1}\n"),

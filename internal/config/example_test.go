@@ -65,6 +65,13 @@ func ExampleConfig_Redacted() {
 	// retention: 30d
 	// sweep_every: 1h
 	// lease: 1m
+	// alerts:
+	//   repeat: 4h
+	//   check_every: 30s
+	//   failed_attempts: 5
+	//   auth_failures: 50
+	//   auth_window: 1m
+	//   lag: 15m
 	// sources:
 	//   - name: gh
 	//     provider: github

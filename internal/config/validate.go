@@ -191,6 +191,7 @@ func (c Config) check() []*FieldError {
 	if strings.ContainsAny(c.Dedupe.FrontPrefix, "{}") {
 		add("dedupe.front_prefix", "%q: may not contain '{' or '}' (the front keeps its keys in one Redis Cluster slot with them)", c.Dedupe.FrontPrefix)
 	}
+	c.Alerts.check(add)
 	if c.Workers < 1 {
 		add("workers", "%d: want at least 1", c.Workers)
 	}
@@ -402,6 +403,9 @@ func (s Source) check() []*FieldError {
 		if err := checkSchemaFile(s.Schema); err != nil {
 			add("schema", "%q: %w", s.Schema, err)
 		}
+	}
+	if s.ExpectEvery < 0 {
+		add("expect_every", "%s: want how long the source may stay quiet, such as 1h", s.ExpectEvery)
 	}
 	return append(errs, checkNamed("destinations", s.Destinations, Destination.name, Destination.check)...)
 }
