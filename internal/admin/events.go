@@ -12,7 +12,8 @@ import (
 // listJSON is the answer of a list: one page and the cursor of the next.
 type listJSON struct {
 	Events []eventview.Event `json:"events"`
-	// Next is the before= of the next page; absent after the last page.
+	// Next is the before= of the next page, or its after= when the
+	// request read forwards (after=); absent after the last page.
 	Next int64 `json:"next,omitempty"`
 }
 
@@ -20,8 +21,10 @@ type listJSON struct {
 // through them.
 var statuses = []inbox.Status{inbox.StatusReceived, inbox.StatusRetry, inbox.StatusDelivering, inbox.StatusProcessed, inbox.StatusDead}
 
-// filter reads source=, tenant=, limit= and before= (and status= when
-// withStatus) from the query.
+// filter reads source=, tenant=, limit=, before= and after= (and status=
+// when withStatus) from the query. With after= a page holds the limit
+// oldest events after it, still newest first (inbox.Filter.AfterID): a
+// reader following new events asks for after= the largest id it has.
 func filter(r *http.Request, withStatus bool) (inbox.Filter, error) {
 	q := r.URL.Query()
 	f := inbox.Filter{Source: q.Get("source"), Tenant: q.Get("tenant"), Limit: inbox.DefaultLimit}
@@ -48,6 +51,13 @@ func filter(r *http.Request, withStatus bool) (inbox.Filter, error) {
 		}
 		f.BeforeID = n
 	}
+	if s := q.Get("after"); s != "" {
+		n, err := strconv.ParseInt(s, 10, 64)
+		if err != nil || n < 1 {
+			return f, badRequest("after %q: want an event id", s)
+		}
+		f.AfterID = n
+	}
 	return f, nil
 }
 
@@ -62,7 +72,11 @@ func (a *api) list(w http.ResponseWriter, r *http.Request, f inbox.Filter) error
 		return err
 	}
 	out := listJSON{Events: views}
-	if len(events) == f.Limit {
+	switch {
+	case len(events) < f.Limit:
+	case f.AfterID > 0:
+		out.Next = events[0].ID
+	default:
 		out.Next = events[len(events)-1].ID
 	}
 	writeJSON(w, http.StatusOK, out)
@@ -91,9 +105,28 @@ func (a *api) showEvent(w http.ResponseWriter, r *http.Request) error {
 	if err != nil || id < 1 {
 		return badRequest("event id %q: want a positive number", r.PathValue("id"))
 	}
+	raw := false
+	switch p := r.URL.Query().Get("payload"); p {
+	case "":
+	case "base64":
+		raw = true
+	default:
+		return badRequest("payload %q: want base64 (the body as received) or nothing", p)
+	}
 	d, err := eventview.Load(r.Context(), a.store, id)
 	if err != nil {
 		return err
+	}
+	if raw {
+		// A JSON payload is written out re-encoded, without the sender's
+		// spacing; a reader that passes the body on (hookgate listen)
+		// needs its bytes.
+		switch {
+		case d.Payload != nil:
+			d.PayloadBase64, d.Payload = []byte(d.Payload), nil
+		case d.PayloadText != "":
+			d.PayloadBase64, d.PayloadText = []byte(d.PayloadText), ""
+		}
 	}
 	writeJSON(w, http.StatusOK, d)
 	return nil
