@@ -323,7 +323,7 @@ func have(n int64) string {
 
 // field is one labelled value of a message, as Slack's fields and the
 // mail's lines show it.
-type field struct{ label, value string }
+type field struct{ Label, Value string }
 
 // fields are m's source, destination and counts (in the order of their
 // names), labelled in words.

@@ -129,7 +129,7 @@ func slackMessage(m Message) slackPayload {
 		if len(section.Fields) == maxFields {
 			break
 		}
-		section.Fields = append(section.Fields, slackText{"mrkdwn", cut("*"+mrkdwn(f.label)+"*\n"+mrkdwn(f.value), fieldSize)})
+		section.Fields = append(section.Fields, slackText{"mrkdwn", cut("*"+mrkdwn(f.Label)+"*\n"+mrkdwn(f.Value), fieldSize)})
 	}
 	p := slackPayload{
 		Text: mrkdwn(subject + "\n" + body),
