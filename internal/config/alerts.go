@@ -47,6 +47,14 @@ const (
 	KindSpoolQuarantined   = "spool.quarantined"
 )
 
+// KindDestinationRecovered is the type of the message that resolves a
+// destination.failing incident.
+const KindDestinationRecovered = "destination.recovered"
+
+// AlertSource is the internal source whose events are the webhook alert
+// channels' notifications; a configured source may not take its name.
+const AlertSource = "hookgate-alerts"
+
 // IncidentKinds are the kinds of incident, in the order docs list them.
 var IncidentKinds = []string{
 	KindDestinationFailing, KindEventsDead, KindSourceSilent, KindSourceAuthFailures,
@@ -68,8 +76,8 @@ type Alerts struct {
 	// FailedAttempts opens destination.failing after that many failed
 	// attempts in a row; [DefaultAlertFailedAttempts] when absent.
 	FailedAttempts int `yaml:"failed_attempts"`
-	// AuthFailures opens source.auth_failures when a node refuses more
-	// requests of a source than that within AuthWindow.
+	// AuthFailures opens source.auth_failures when a node refuses that
+	// many requests of a source within AuthWindow.
 	AuthFailures int      `yaml:"auth_failures"`
 	AuthWindow   Duration `yaml:"auth_window"`
 	// Lag opens processing.lag when the oldest pending event is older.

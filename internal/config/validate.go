@@ -311,6 +311,8 @@ func (s Source) check() []*FieldError {
 	}
 	if !sourceName.MatchString(s.Name) {
 		add("name", "%q: want lower-case letters, digits, '_' and '-'", s.Name)
+	} else if s.Name == AlertSource {
+		add("name", "%q: the name of hookgate's own source of alert notifications; choose another", s.Name)
 	}
 	known := slices.Contains(providers, s.Provider)
 	if !known {

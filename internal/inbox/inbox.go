@@ -274,6 +274,10 @@ type LaneState struct {
 	// Pending counts the lane's deliveries not yet delivered or failed
 	// (filled in by Stats).
 	Pending int
+	// Held is set while an operator holds the lane (see LaneHolder):
+	// whatever State says, none of its deliveries is leased. The circuit
+	// never sets or clears it.
+	Held bool
 }
 
 // Lane states.
@@ -313,6 +317,10 @@ type ReplayFilter struct {
 	// destination (only Destination, when set) is called again.
 	Redeliver   bool
 	Destination string
+	// FailedTo, when set, limits the replay to the events whose delivery
+	// to the destination of this name failed for good; with Dead, the
+	// events it made dead. Their failed deliveries start over.
+	FailedTo string
 	// PageSize is how many events one transaction replays; zero means
 	// DefaultLimit.
 	PageSize int
@@ -418,6 +426,58 @@ type Watcher interface {
 	// workers' poll remains the fallback. Watch returns when ctx ends.
 	Watch(ctx context.Context, wake func()) error
 }
+
+// LaneHolder is implemented by backends in which an operator can hold a
+// lane: stop its deliveries until released, on every node at once.
+type LaneHolder interface {
+	// HoldLane holds the lane (held true) or releases it. While it is
+	// held, Dispatch leases none of its deliveries; attempts leased
+	// before still end and are recorded. The hold is stored, so it
+	// outlasts restarts, and Stats reports it (LaneState.Held).
+	HoldLane(ctx context.Context, lane Lane, held bool) error
+}
+
+// AttemptLog is implemented by backends that read the attempt log by
+// destination.
+type AttemptLog interface {
+	// RecentAttempts returns up to limit of the newest attempts to the
+	// destinations of this name (of every source), newest first.
+	RecentAttempts(ctx context.Context, destination string, limit int) ([]Attempt, error)
+}
+
+// Activity is what happened in one interval of time, as the stored rows
+// tell it.
+type Activity struct {
+	// Start is when the interval starts; it lasts the step asked for.
+	Start time.Time
+	// Received counts the stored events received in the interval.
+	Received int64
+	// Duplicates counts the deliveries answered as duplicates in it.
+	Duplicates int64
+	// Processed counts the events whose processing ended in it and that
+	// stand processed; Dead the events that died in it and stand dead.
+	Processed, Dead int64
+}
+
+// ActivityKept is how long a backend keeps the duplicates it counts by
+// minute; Sweep removes older counts. Received, processed and dead events
+// are counted from the events themselves, as long as they are kept.
+const ActivityKept = 48 * time.Hour
+
+// ActivityReader is implemented by backends that count what happened over
+// time from their rows: events by the time they were received, processed
+// or died, and duplicates from counts kept by minute.
+type ActivityReader interface {
+	// Activity returns, oldest first, the intervals of length step (a
+	// whole number of minutes) from since to now in which anything
+	// happened. Intervals start at multiples of step since the Unix
+	// epoch, so since is rounded down to one.
+	Activity(ctx context.Context, since time.Time, step time.Duration) ([]Activity, error)
+}
+
+// ErrBadStep is returned by Activity for a step that is not a positive
+// whole number of minutes.
+var ErrBadStep = errors.New("inbox: activity step must be a positive whole number of minutes")
 
 // Store is a durable inbox. Implementations are safe for concurrent use.
 type Store interface {

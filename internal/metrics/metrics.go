@@ -9,6 +9,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	dto "github.com/prometheus/client_model/go"
 
 	"github.com/hookgate/hookgate/internal/inbox"
 )
@@ -165,6 +166,16 @@ func New() *Metrics {
 		m.inbox,
 	)
 	return m
+}
+
+// Refused returns how many requests of source intake refused as
+// unauthenticated (a bad signature, timestamp or token) since it started.
+func (m *Metrics) Refused(source string) int64 {
+	var out dto.Metric
+	if err := m.Received.WithLabelValues(source, ReceivedUnauthenticated).Write(&out); err != nil {
+		return 0
+	}
+	return int64(out.GetCounter().GetValue())
 }
 
 // Delivered counts one delivery attempt of an event of source to dest and

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/hookgate/hookgate/internal/admin"
+	"github.com/hookgate/hookgate/internal/alert"
 	"github.com/hookgate/hookgate/internal/config"
 	"github.com/hookgate/hookgate/internal/console"
 	"github.com/hookgate/hookgate/internal/deliver"
@@ -53,6 +54,9 @@ type Options struct {
 	// listener Serve serves the operator's routes on; nil makes Serve
 	// listen on admin.listen itself.
 	AdminListener net.Listener
+	// AlertSendEvery is how often queued alert notices are looked for;
+	// zero: every second.
+	AlertSendEvery time.Duration
 }
 
 // Server is a configured gateway.
@@ -82,6 +86,9 @@ type Server struct {
 	closeOnce sync.Once
 	// stopConsole ends the console's background reading at Close.
 	stopConsole context.CancelFunc
+	// alerts opens incidents and notifies them; nil when the store keeps
+	// none.
+	alerts *alert.Engine
 }
 
 // New builds a gateway from cfg, which must be valid (see
@@ -128,6 +135,11 @@ func New(cfg config.Config, opts Options) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
+	if as, ok, err := alertSource(cfg, opts); err != nil {
+		return nil, err
+	} else if ok {
+		wsources[as.Name] = as
+	}
 	s.pool, err = worker.New(worker.Options{
 		Store: s.store, Sources: wsources, Workers: cfg.Workers, Batch: cfg.Batch,
 		Lease: time.Duration(cfg.Lease), Idle: opts.Idle,
@@ -139,6 +151,10 @@ func New(cfg config.Config, opts Options) (*Server, error) {
 	}
 	acceptor, err := s.openDedupe(cfg, opts)
 	if err != nil {
+		return nil, err
+	}
+	if err := s.openAlerts(cfg, opts); err != nil {
+		s.closeDedupe()
 		return nil, err
 	}
 	s.committer = intake.NewCommitter(acceptor, intake.CommitterOptions{Now: opts.Now, Committed: s.pool.Notify, Front: s.front,
@@ -349,6 +365,9 @@ func (s *Server) stopIntake() {
 func (s *Server) Run(ctx context.Context) error {
 	var wg sync.WaitGroup
 	wg.Go(func() { s.sweepEvery(ctx) })
+	if s.alerts != nil {
+		wg.Go(func() { s.alerts.Run(ctx) })
+	}
 	if s.fallback != nil {
 		wg.Go(func() { s.fallback.Run(ctx) })
 	}

@@ -75,6 +75,10 @@ func Exercise(t *testing.T, newStore func(t *testing.T, clock *Clock) inbox.Stor
 		{"Sweep", testSweep},
 		{"StatsEmpty", testStatsEmpty},
 		{"Stats", testStats},
+		{"Activity", testActivity},
+		{"HoldLane", testHoldLane},
+		{"RecentAttempts", testRecentAttempts},
+		{"ReplayFailedTo", testReplayFailedTo},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

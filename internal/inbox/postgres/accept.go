@@ -145,6 +145,17 @@ func (s *Store) Accept(ctx context.Context, items []inbox.Item) ([]inbox.Outcome
 		func(it *inbox.Item) []byte { return it.Event.Hash[:] })
 	s.readHeld(ctx, `SELECT first_seen, expires FROM inbox_digests WHERE digest = $1`, items, racedReplays, out,
 		func(it *inbox.Item) []byte { return it.Digest[:] })
+	// Likewise a failure to count the duplicates by minute leaves the
+	// chart short of them; their total is counted by the batch itself.
+	dups := map[string]int64{}
+	for i, o := range out {
+		if o.Status == dedupe.Duplicate {
+			dups[items[i].Event.Source]++
+		}
+	}
+	if len(dups) > 0 {
+		s.pool.Exec(ctx, duplicatesQuery, duplicatesArgs(s.clock(), dups)...)
+	}
 	return out, nil
 }
 

@@ -43,14 +43,41 @@ func (c counts) save(ctx context.Context, tx pgx.Tx) error {
 }
 
 // CountDuplicates implements intake.DuplicateCounter: it adds duplicates
-// answered before they reached the store to the sources' counts.
+// answered before they reached the store to the sources' counts, and to
+// their minute's (duplicatesQuery).
 func (s *Store) CountDuplicates(ctx context.Context, bySource map[string]int64) error {
 	c := counts{}
 	for source, n := range bySource {
 		c[[2]string{source, "duplicates"}] += n
 	}
-	if err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error { return c.save(ctx, tx) }); err != nil {
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		if err := c.save(ctx, tx); err != nil {
+			return err
+		}
+		_, err := tx.Exec(ctx, duplicatesQuery, duplicatesArgs(s.clock(), bySource)...)
+		return err
+	})
+	if err != nil {
 		return fail(ctx, "count duplicates", err)
 	}
 	return nil
+}
+
+// duplicatesQuery adds duplicates ($2 sources, $3 counts) to the row of
+// the minute of $1 (the clock) in this session's shard of
+// inbox_duplicates. It is a write of its own, made only when there are
+// duplicates, so a batch of new events writes no more than before.
+const duplicatesQuery = `WITH clock AS (SELECT coalesce($1::timestamptz, now()) AS now)
+	INSERT INTO inbox_duplicates (minute, source, shard, n)
+	SELECT to_timestamp(floor(extract(epoch FROM clock.now) / 60) * 60), d.source, pg_backend_pid(), d.n
+	FROM unnest($2::text[], $3::bigint[]) AS d(source, n), clock WHERE d.n > 0
+	ON CONFLICT (minute, source, shard) DO UPDATE SET n = inbox_duplicates.n + excluded.n`
+
+// duplicatesArgs are the arguments of duplicatesQuery.
+func duplicatesArgs(clock any, bySource map[string]int64) []any {
+	sources, ns := make([]string, 0, len(bySource)), make([]int64, 0, len(bySource))
+	for source, n := range bySource {
+		sources, ns = append(sources, source), append(ns, n)
+	}
+	return []any{clock, sources, ns}
 }

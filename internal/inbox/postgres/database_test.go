@@ -99,8 +99,15 @@ func migrateAtOnce(t *testing.T, url string) {
 	if versions, err = pgx.CollectRows(rows, pgx.RowTo[int32]); err != nil {
 		t.Fatal(err)
 	}
-	if fmt.Sprint(versions) != "[1 2 3 4]" {
-		t.Errorf("recorded versions %v, want [1 2 3 4], each once", versions)
+	newest, err := s.SchemaVersion(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, v := range versions {
+		if int(v) != i+1 || len(versions) != newest {
+			t.Errorf("recorded versions %v, want 1 to %d, each once", versions, newest)
+			break
+		}
 	}
 }
 

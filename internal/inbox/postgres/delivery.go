@@ -184,12 +184,15 @@ func (s *Store) recordDone(ctx context.Context, tx pgx.Tx, owner string, done []
 // laneLease takes a lane's due deliveries and reads their events in one
 // statement. The inner SELECT walks the partial index inbox_deliveries_due
 // within the lane, soonest due first, and skips rows another dispatcher is
-// locking, as leaseQuery does for events.
+// locking, as leaseQuery does for events. It takes none while an operator
+// holds the lane: the test names no row of the walk, so the planner makes
+// it a one-time filter, and a held lane's walk does not start.
 var laneLease = `WITH clock AS (SELECT coalesce($1::timestamptz, now()) AS now),
 due AS (
 	SELECT event_id FROM inbox_deliveries, clock
 	WHERE status = 'pending' AND source = $2 AND destination = $3
 	  AND next_attempt_at <= clock.now AND lease_until <= clock.now
+	  AND NOT EXISTS (SELECT 1 FROM inbox_lanes WHERE source = $2 AND destination = $3 AND held)
 	ORDER BY next_attempt_at, event_id LIMIT $6
 	FOR UPDATE OF inbox_deliveries SKIP LOCKED
 ), leased AS (

@@ -67,6 +67,7 @@ r AS (
 )
 UPDATE inbox_events e SET status = r.status, next_attempt_at = r.next_attempt_at, last_error = r.last_error,
 	processed_at = CASE WHEN r.status = 'processed' THEN clock.now ELSE '-infinity' END,
+	dead_at = CASE WHEN r.status = 'dead' THEN clock.now ELSE '-infinity' END,
 	lease_owner = '', lease_until = '-infinity'
 FROM r JOIN held ON held.id = r.id, clock
 WHERE e.id = r.id
@@ -187,7 +188,8 @@ agg AS (
 UPDATE inbox_events e SET
 	status = CASE WHEN agg.failed > 0 THEN 'dead' ELSE 'processed' END,
 	last_error = coalesce(agg.reason, ''),
-	processed_at = CASE WHEN agg.failed > 0 THEN '-infinity' ELSE clock.now END
+	processed_at = CASE WHEN agg.failed > 0 THEN '-infinity' ELSE clock.now END,
+	dead_at = CASE WHEN agg.failed > 0 THEN clock.now ELSE '-infinity' END
 FROM agg, clock
 WHERE e.id = agg.event_id AND agg.pending = 0 AND e.status = 'delivering'
 RETURNING e.id, e.source, e.status, e.last_error`

@@ -75,6 +75,11 @@ func replayPick(f inbox.ReplayFilter, page int) (string, []any) {
 	if !f.Since.IsZero() {
 		add("received_at >=", f.Since)
 	}
+	if f.FailedTo != "" {
+		add(`EXISTS (SELECT 1 FROM inbox_deliveries d WHERE d.event_id = inbox_events.id AND d.status = 'failed'
+			AND d.destination =`, f.FailedTo)
+		cond[len(cond)-1] += ")"
+	}
 	if len(f.IDs) > 0 {
 		ids := slices.Clone(f.IDs)
 		slices.Sort(ids)
@@ -122,7 +127,7 @@ func (s *Store) replayPage(ctx context.Context, pick string, args []any, drop st
 			return err
 		}
 		if _, err := tx.Exec(ctx, `UPDATE inbox_events SET status = 'received', attempts = 0,
-			next_attempt_at = '-infinity', last_error = '', processed_at = '-infinity',
+			next_attempt_at = '-infinity', last_error = '', processed_at = '-infinity', dead_at = '-infinity',
 			lease_owner = '', lease_until = '-infinity' WHERE id = ANY($1)`, ids); err != nil {
 			return err
 		}

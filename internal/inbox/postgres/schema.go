@@ -16,7 +16,7 @@ const migrationLock int64 = 0x686f6f6b67617465 // "hookgate"
 // migrations are the schema versions in order; migrations[i] is version
 // i+1. They are forward-only: a released version is never edited, a
 // change is a new one.
-var migrations = []string{schemaV1, schemaV2, schemaV3, schemaV4}
+var migrations = []string{schemaV1, schemaV2, schemaV3, schemaV4, schemaV5}
 
 // schemaV1 is the first schema. Times are timestamptz; '-infinity' stands
 // for "none" (no lease, no next attempt, not processed), so the columns
@@ -185,6 +185,33 @@ CREATE TABLE inbox_leader (
 	holder text        NOT NULL,
 	until  timestamptz NOT NULL
 );
+`
+
+// schemaV5 keeps what the console reads besides the lists. An event that
+// dies records when (dead_at, reset by a replay), and the partial index
+// inbox_events_dead holds the events that have a time of death: intake
+// never writes it. Its WHERE clause names dead_at, not the status, so
+// List's filter by status never picks it over inbox_events_status.
+// Duplicates leave no row of their own, so an accept that answered any
+// adds them to its minute's row in inbox_duplicates, sharded by session
+// as inbox_counts is; Sweep keeps them for inbox.ActivityKept.
+// inbox_attempts_destination reads a destination's newest attempts
+// without walking every attempt (built in the migration's transaction,
+// it holds the attempt log's writes while it is built); a lane's held
+// flag is the operator's, apart from the state the circuit records. The
+// added columns have constant defaults, so no table is rewritten.
+const schemaV5 = `
+ALTER TABLE inbox_events ADD COLUMN dead_at timestamptz NOT NULL DEFAULT '-infinity';
+CREATE INDEX inbox_events_dead ON inbox_events (dead_at, status) WHERE dead_at > '-infinity';
+CREATE TABLE inbox_duplicates (
+	minute timestamptz NOT NULL,
+	source text        NOT NULL,
+	shard  integer     NOT NULL,
+	n      bigint      NOT NULL,
+	PRIMARY KEY (minute, source, shard)
+);
+CREATE INDEX inbox_attempts_destination ON inbox_attempts (destination, seq);
+ALTER TABLE inbox_lanes ADD COLUMN held boolean NOT NULL DEFAULT false;
 `
 
 // migrate brings the database to the newest version in one transaction

@@ -93,7 +93,7 @@ func (s *Store) lanes(ctx context.Context) ([]inbox.LaneState, error) {
 		}
 		return st
 	}
-	rows, err := s.pool.Query(ctx, `SELECT source, destination, state, failures, until, last_error, changed_at FROM inbox_lanes`)
+	rows, err := s.pool.Query(ctx, `SELECT source, destination, state, failures, until, last_error, changed_at, held FROM inbox_lanes`)
 	if err != nil {
 		return nil, err
 	}
@@ -103,13 +103,15 @@ func (s *Store) lanes(ctx context.Context) ([]inbox.LaneState, error) {
 			state, lastErr string
 			failures       int
 			until, changed pgtype.Timestamptz
+			held           bool
 		)
-		if err := rows.Scan(&l.Source, &l.Destination, &state, &failures, &until, &lastErr, &changed); err != nil {
+		if err := rows.Scan(&l.Source, &l.Destination, &state, &failures, &until, &lastErr, &changed, &held); err != nil {
 			rows.Close()
 			return nil, err
 		}
 		st := get(l)
 		st.State, st.Failures, st.Until, st.LastError, st.Changed = state, failures, fromTS(until), lastErr, fromTS(changed)
+		st.Held = held
 	}
 	rows.Close()
 	if err := rows.Err(); err != nil {

@@ -18,7 +18,9 @@ const sweepChunk = 1000
 // rows another session holds (an accept taking an expired key over, a
 // worker on an event), so a sweep never waits on them nor makes them
 // wait. If a chunk fails, the result counts what the committed ones
-// removed. Sweep also folds the count shards of ended sessions into one.
+// removed. Sweep also folds the count shards of ended sessions into one,
+// and removes duplicates counted by minute once they are
+// inbox.ActivityKept old.
 func (s *Store) Sweep(ctx context.Context, processedBefore time.Time) (inbox.SweepResult, error) {
 	var res inbox.SweepResult
 	if err := s.sweepExpired(ctx, "inbox_keys", "hash", &res.Keys); err != nil {
@@ -44,6 +46,10 @@ func (s *Store) Sweep(ctx context.Context, processedBefore time.Time) (inbox.Swe
 	}
 	if _, err := s.pool.Exec(ctx, foldCounts); err != nil {
 		return res, fail(ctx, "sweep counts", err)
+	}
+	if _, err := s.pool.Exec(ctx, `DELETE FROM inbox_duplicates WHERE minute < coalesce($1::timestamptz, now()) - $2::bigint * interval '1 microsecond'`,
+		s.clock(), micros(inbox.ActivityKept)); err != nil {
+		return res, fail(ctx, "sweep duplicates", err)
 	}
 	return res, nil
 }

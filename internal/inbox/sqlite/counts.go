@@ -13,5 +13,5 @@ func (s *Store) CountDuplicates(ctx context.Context, bySource map[string]int64) 
 	for source, n := range bySource {
 		c.addN(source, 1, n)
 	}
-	return s.write(ctx, "count duplicates", func(tx *sql.Tx) error { return c.save(ctx, s.db, tx) })
+	return s.write(ctx, "count duplicates", func(tx *sql.Tx) error { return c.save(ctx, s.db, tx, s.now().UnixNano()) })
 }

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"database/sql"
+	"errors"
 	"slices"
 	"time"
 
@@ -171,7 +172,7 @@ func (s *settler) settle(ctx context.Context, id, now int64) (*inbox.Settled, er
 			FROM (SELECT status, destination, error FROM deliveries WHERE event_id = ? ORDER BY destination)`); err != nil {
 			return nil, err
 		}
-		if s.end, err = s.db.Stmt(ctx, s.tx, `UPDATE events SET status = ?, last_error = ?, processed_at = ?
+		if s.end, err = s.db.Stmt(ctx, s.tx, `UPDATE events SET status = ?, last_error = ?, processed_at = ?, dead_at = ?
 			WHERE id = ? AND status = 'delivering' RETURNING source`); err != nil {
 			return nil, err
 		}
@@ -185,11 +186,11 @@ func (s *settler) settle(ctx context.Context, id, now int64) (*inbox.Settled, er
 		return nil, err
 	}
 	st := &inbox.Settled{ID: id, Status: inbox.StatusProcessed}
-	processed := now
+	processed, dead := now, int64(0)
 	if failed > 0 {
-		st.Status, st.Error, processed = inbox.StatusDead, reason.String, 0
+		st.Status, st.Error, processed, dead = inbox.StatusDead, reason.String, 0, now
 	}
-	err = s.end.QueryRowContext(ctx, string(st.Status), st.Error, processed, id).Scan(&st.Source)
+	err = s.end.QueryRowContext(ctx, string(st.Status), st.Error, processed, dead, id).Scan(&st.Source)
 	if err == sql.ErrNoRows {
 		return nil, nil
 	}
@@ -206,9 +207,26 @@ const laneLease = `UPDATE deliveries SET lease_owner = ?, lease_until = ?
 		ORDER BY next_attempt_at, event_id LIMIT ?)
 	RETURNING event_id, destination, status, attempts, next_attempt_at, code, error, at`
 
+// laneHeld reads whether an operator holds a lane (HoldLane).
+const laneHeld = `SELECT held FROM lanes WHERE source = ? AND destination = ?`
+
 // leaseDeliveries leases up to n due deliveries of lane until `until` and
-// returns them with their events, in event id order.
+// returns them with their events, in event id order; none while an
+// operator holds the lane, which the transaction reads first.
 func (s *Store) leaseDeliveries(ctx context.Context, tx *sql.Tx, owner string, lane inbox.Lane, n int, now, until int64) ([]inbox.Task, error) {
+	held, err := s.db.Stmt(ctx, tx, laneHeld)
+	if err != nil {
+		return nil, err
+	}
+	var isHeld bool
+	err = held.QueryRowContext(ctx, lane.Source, lane.Destination).Scan(&isHeld)
+	held.Close()
+	switch {
+	case err == nil && isHeld:
+		return nil, nil
+	case err != nil && !errors.Is(err, sql.ErrNoRows):
+		return nil, err
+	}
 	lease, err := s.db.Stmt(ctx, tx, laneLease)
 	if err != nil {
 		return nil, err

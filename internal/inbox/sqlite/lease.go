@@ -79,7 +79,7 @@ func (s *Store) Finish(ctx context.Context, owner string, results []inbox.Result
 	err := s.process(ctx, "finish", func(tx *sql.Tx) error {
 		lost = lost[:0]
 		end, err := s.db.Stmt(ctx, tx, `UPDATE events SET status = ?, next_attempt_at = ?,
-			last_error = ?, processed_at = ?, lease_owner = '', lease_until = 0
+			last_error = ?, processed_at = ?, dead_at = ?, lease_owner = '', lease_until = 0
 			WHERE id = ? AND lease_owner = ?`)
 		if err != nil {
 			return err
@@ -97,7 +97,7 @@ func (s *Store) Finish(ctx context.Context, owner string, results []inbox.Result
 		defer settled.close()
 		now := s.now().UnixNano()
 		for _, r := range results {
-			status, next, processed := r.Status, int64(0), int64(0)
+			status, next, processed, dead := r.Status, int64(0), int64(0), int64(0)
 			switch {
 			case r.Status == inbox.StatusRetry:
 				next = nanos(r.NextAttemptAt)
@@ -105,8 +105,10 @@ func (s *Store) Finish(ctx context.Context, owner string, results []inbox.Result
 				status = inbox.StatusDelivering
 			case r.Status == inbox.StatusProcessed:
 				processed = now
+			case r.Status == inbox.StatusDead:
+				dead = now
 			}
-			res, err := end.ExecContext(ctx, string(status), next, r.Error, processed, r.ID, owner)
+			res, err := end.ExecContext(ctx, string(status), next, r.Error, processed, dead, r.ID, owner)
 			if err != nil {
 				return err
 			}

@@ -60,6 +60,10 @@ func replayFilter(f inbox.ReplayFilter) (cond []string, args []any) {
 		cond = append(cond, "received_at >= ?")
 		args = append(args, f.Since.UnixNano())
 	}
+	if f.FailedTo != "" {
+		cond = append(cond, "EXISTS (SELECT 1 FROM deliveries WHERE event_id = events.id AND destination = ? AND status = 'failed')")
+		args = append(args, f.FailedTo)
+	}
 	return cond, args
 }
 
@@ -122,6 +126,11 @@ func (s *Store) replayPage(ctx context.Context, f inbox.ReplayFilter, cond []str
 		last = ids[n-1]
 		picked := where + " AND id <= ?"
 		pickArgs := append(pick, last)
+		if f.FailedTo != "" {
+			// Deleting the failed deliveries ends what picked the rows:
+			// the statements name them by id instead.
+			picked, pickArgs = "id IN (SELECT value FROM json_each(?))", []any{idList(ids)}
+		}
 		var which []any
 		drop := "status != 'delivered'"
 		switch {
@@ -135,7 +144,7 @@ func (s *Store) replayPage(ctx context.Context, f inbox.ReplayFilter, cond []str
 			return err
 		}
 		_, err = tx.ExecContext(ctx, `UPDATE events SET status = 'received', attempts = 0, next_attempt_at = 0,
-			last_error = '', processed_at = 0, lease_owner = '', lease_until = 0 WHERE `+picked, pickArgs...)
+			last_error = '', processed_at = 0, dead_at = 0, lease_owner = '', lease_until = 0 WHERE `+picked, pickArgs...)
 		return err
 	})
 	return n, last, err

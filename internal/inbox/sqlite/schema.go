@@ -140,7 +140,31 @@ var inboxSteps = []sqlitedb.Step{
 	sqlitedb.Exec("count pending events from events_due", pendingFromIndex),
 	sqlitedb.Exec("index what List's filters read", listIndexes),
 	sqlitedb.Exec("record ties", recordTies),
+	sqlitedb.Exec("keep deaths by time, duplicates by minute, attempts by destination and held lanes", activitySchema),
 }
+
+// activitySchema keeps what the console reads besides the lists. An
+// event that dies records when (dead_at, reset by a replay), and the
+// partial index events_dead holds the events that have a time of death:
+// intake never writes it. Its WHERE clause names dead_at, not the status,
+// so List's filter by status never picks it over events_status.
+// Duplicates leave no row of their own, so each intake batch that
+// answered any adds them to its minute's row of duplicates_by_minute,
+// which Sweep keeps for inbox.ActivityKept. attempts_destination reads a
+// destination's newest attempts without walking every attempt; a lane's
+// held flag is the operator's, apart from the state the circuit records.
+const activitySchema = `
+ALTER TABLE events ADD COLUMN dead_at INTEGER NOT NULL DEFAULT 0;
+CREATE INDEX events_dead ON events(dead_at, status) WHERE dead_at > 0;
+CREATE TABLE duplicates_by_minute (
+	minute INTEGER NOT NULL,
+	source TEXT    NOT NULL,
+	n      INTEGER NOT NULL,
+	PRIMARY KEY (minute, source)
+) WITHOUT ROWID;
+CREATE INDEX attempts_destination ON attempts(destination, seq);
+ALTER TABLE lanes ADD COLUMN held INTEGER NOT NULL DEFAULT 0;
+`
 
 // recordTies keeps, beside an event's apply outcome, whether its version
 // equalled the stored one. List finds ties without an index of their

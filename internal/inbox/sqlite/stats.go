@@ -6,6 +6,7 @@ import (
 	"database/sql"
 	"encoding/json"
 	"slices"
+	"time"
 
 	"github.com/hookgate/hookgate/dedupe"
 	"github.com/hookgate/hookgate/internal/inbox"
@@ -120,18 +121,20 @@ func (s *Store) lanes(ctx context.Context) ([]inbox.LaneState, error) {
 		}
 		return st
 	}
-	err := s.each(ctx, `SELECT source, destination, state, failures, until, last_error, changed_at FROM lanes`, func(rows *sql.Rows) error {
+	err := s.each(ctx, `SELECT source, destination, state, failures, until, last_error, changed_at, held FROM lanes`, func(rows *sql.Rows) error {
 		var (
 			l              inbox.Lane
 			state, lastErr string
 			failures       int
 			until, changed int64
+			held           bool
 		)
-		if err := rows.Scan(&l.Source, &l.Destination, &state, &failures, &until, &lastErr, &changed); err != nil {
+		if err := rows.Scan(&l.Source, &l.Destination, &state, &failures, &until, &lastErr, &changed, &held); err != nil {
 			return err
 		}
 		st := get(l)
 		st.State, st.Failures, st.Until, st.LastError, st.Changed = state, failures, fromNanos(until), lastErr, fromNanos(changed)
+		st.Held = held
 		return nil
 	})
 	if err != nil {
@@ -162,9 +165,9 @@ func (s *Store) lanes(ctx context.Context) ([]inbox.LaneState, error) {
 	return out, nil
 }
 
-// each runs query and calls fn for every row.
-func (s *Store) each(ctx context.Context, query string, fn func(*sql.Rows) error) error {
-	rows, err := s.db.QueryContext(ctx, query)
+// each runs query with args and calls fn for every row.
+func (s *Store) each(ctx context.Context, query string, fn func(*sql.Rows) error, args ...any) error {
+	rows, err := s.db.QueryContext(ctx, query, args...)
 	if err != nil {
 		return err
 	}
@@ -217,14 +220,26 @@ const countersQuery = `INSERT INTO counters (source, accepted, duplicates)
 	ON CONFLICT (source) DO UPDATE SET
 	accepted = accepted + excluded.accepted, duplicates = duplicates + excluded.duplicates`
 
-// save adds the tallies to the counters table in tx.
-func (c intakeCounts) save(ctx context.Context, db *sqlitedb.DB, tx *sql.Tx) error {
+// duplicatesQuery adds the duplicates of a batch's tallies (the same JSON
+// array as countersQuery's) to the row of their minute, the first
+// argument, in duplicates_by_minute. save runs it only for a batch that
+// answered duplicates, so a batch of new events writes no more than
+// before.
+const duplicatesQuery = `INSERT INTO duplicates_by_minute (minute, source, n)
+	SELECT ?, value->>0, value->>2 FROM json_each(?) WHERE value->>2 > 0
+	ON CONFLICT (minute, source) DO UPDATE SET n = n + excluded.n`
+
+// save adds the tallies to the counters table in tx, and the duplicates
+// among them to the minute of at (Unix nanoseconds).
+func (c intakeCounts) save(ctx context.Context, db *sqlitedb.DB, tx *sql.Tx, at int64) error {
 	if len(c) == 0 {
 		return nil
 	}
 	rows := make([][3]any, 0, len(c))
+	duplicates := false
 	for source, n := range c {
 		rows = append(rows, [3]any{source, n[0], n[1]})
+		duplicates = duplicates || n[1] > 0
 	}
 	arg, err := json.Marshal(rows)
 	if err != nil {
@@ -235,6 +250,14 @@ func (c intakeCounts) save(ctx context.Context, db *sqlitedb.DB, tx *sql.Tx) err
 		return err
 	}
 	defer st.Close()
-	_, err = st.ExecContext(ctx, string(arg))
+	if _, err = st.ExecContext(ctx, string(arg)); err != nil || !duplicates {
+		return err
+	}
+	dup, err := db.Stmt(ctx, tx, duplicatesQuery)
+	if err != nil {
+		return err
+	}
+	defer dup.Close()
+	_, err = dup.ExecContext(ctx, at/int64(time.Minute), string(arg))
 	return err
 }

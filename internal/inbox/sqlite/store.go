@@ -174,7 +174,7 @@ func (s *Store) accept(ctx context.Context, tx *sql.Tx, items []inbox.Item, head
 		}
 		fresh = fresh[n:]
 	}
-	if err := counts.save(ctx, s.db, tx); err != nil {
+	if err := counts.save(ctx, s.db, tx, received); err != nil {
 		return nil, fmt.Errorf("count: %w", err)
 	}
 	return out, nil

@@ -129,7 +129,7 @@ func TestMigrateFirstRelease(t *testing.T) {
 	if err != nil || applied[0] != (inbox.Applied{Outcome: inbox.ApplyApplied, To: "paid", Transition: true}) {
 		t.Errorf("apply on a migrated file: %+v, %v", applied, err)
 	}
-	want := []string{"events_due", "events_outcome", "events_processed", "events_received", "events_source",
+	want := []string{"events_dead", "events_due", "events_outcome", "events_processed", "events_received", "events_source",
 		"events_status", "events_tenant"}
 	if got := indexNames(t, db.DB, "events"); !slices.Equal(got, want) {
 		t.Errorf("indexes on events: %v, want %v", got, want)

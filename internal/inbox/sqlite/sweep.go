@@ -12,6 +12,7 @@ import (
 // and processed events go in transactions of at most a thousand keys or
 // idChunk rows, so intake waits behind one chunk, not the whole sweep. If a
 // transaction fails, the result counts what the committed ones removed.
+// Duplicates counted by minute go once they are inbox.ActivityKept old.
 func (s *Store) Sweep(ctx context.Context, processedBefore time.Time) (inbox.SweepResult, error) {
 	var res inbox.SweepResult
 	keys, err := s.keys.Sweep(ctx)
@@ -34,6 +35,14 @@ func (s *Store) Sweep(ctx context.Context, processedBefore time.Time) (inbox.Swe
 		if n < idChunk {
 			break
 		}
+	}
+	err = s.write(ctx, "sweep duplicates", func(tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx, `DELETE FROM duplicates_by_minute WHERE minute < ?`,
+			(now-int64(inbox.ActivityKept))/int64(time.Minute))
+		return err
+	})
+	if err != nil {
+		return res, err
 	}
 	cutoff := processedBefore.UnixNano()
 	for {

@@ -1,0 +1,274 @@
+package cli_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/hookgate/hookgate/internal/notify"
+	"github.com/hookgate/hookgate/internal/pgtest"
+	"github.com/hookgate/hookgate/verify"
+)
+
+// opsSecret signs the webhook alert channel's requests.
+const opsSecret = "whsec_b3BzLXNlY3JldC1mb3ItYWxlcnQtdGVzdHM="
+
+// alertSinks receive what the alert channels send: an operational
+// webhook receiver that checks each request's signature, and a receiver
+// shaped like Slack's incoming webhooks.
+type alertSinks struct {
+	t       *testing.T
+	webhook *httptest.Server
+	slack   *httptest.Server
+
+	mu       sync.Mutex
+	messages []notify.Message // by the webhook, in arrival order
+	slacked  []string         // the text of each Slack message
+}
+
+func newAlertSinks(t *testing.T) *alertSinks {
+	t.Helper()
+	s := &alertSinks{t: t}
+	v, err := verify.NewStandard(opsSecret)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.webhook = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		if err := v.Verify(r, body); err != nil {
+			t.Errorf("alert webhook: %v", err)
+			http.Error(w, "bad signature", http.StatusUnauthorized)
+			return
+		}
+		var m notify.Message
+		if err := json.Unmarshal(body, &m); err != nil {
+			t.Errorf("alert webhook body %s: %v", body, err)
+		}
+		s.mu.Lock()
+		s.messages = append(s.messages, m)
+		s.mu.Unlock()
+	}))
+	t.Cleanup(s.webhook.Close)
+	s.slack = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var m struct {
+			Text   string            `json:"text"`
+			Blocks []json.RawMessage `json:"blocks"`
+		}
+		if err := json.NewDecoder(r.Body).Decode(&m); err != nil || m.Text == "" || len(m.Blocks) == 0 {
+			t.Errorf("slack message without text or blocks: %v", err)
+		}
+		s.mu.Lock()
+		s.slacked = append(s.slacked, m.Text)
+		s.mu.Unlock()
+		io.WriteString(w, "ok")
+	}))
+	t.Cleanup(s.slack.Close)
+	return s
+}
+
+// config is the alerts section sending to the sinks, checking every
+// 100 ms; the Slack URL is kept in a file under dir, as a secret.
+func (s *alertSinks) config(dir string) string {
+	s.t.Helper()
+	slackFile := dir + "/slack-url"
+	if err := os.WriteFile(slackFile, []byte(s.slack.URL+"/services/T0/B0/x"), 0o600); err != nil {
+		s.t.Fatal(err)
+	}
+	secretFile := dir + "/ops-secret"
+	if err := os.WriteFile(secretFile, []byte(opsSecret), 0o600); err != nil {
+		s.t.Fatal(err)
+	}
+	return fmt.Sprintf(`alerts:
+  check_every: 100ms
+  auth_window: 1m
+  channels:
+    - name: ops-hook
+      type: webhook
+      url: %s/alerts
+      secret: file:%s
+    - name: ops-slack
+      type: slack
+      url: file:%s
+`, s.webhook.URL, secretFile, slackFile)
+}
+
+// got returns the types and changes received by the webhook, and the
+// number of Slack messages.
+func (s *alertSinks) got() ([]notify.Message, int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.messages), len(s.slacked)
+}
+
+// waitFor waits until the webhook received a message of typ and change
+// and Slack as many messages as the webhook, and returns it.
+func (s *alertSinks) waitFor(typ string, change notify.Change) notify.Message {
+	s.t.Helper()
+	var found notify.Message
+	eventually(s.t, typ+" "+string(change)+" on both channels", func() bool {
+		ms, slacked := s.got()
+		for _, m := range ms {
+			if m.Type == typ && m.Change == change {
+				found = m
+				return slacked >= len(ms)
+			}
+		}
+		return false
+	})
+	return found
+}
+
+// flakySink is a destination that answers 503 until up.
+type flakySink struct {
+	*httptest.Server
+	up        atomic.Bool
+	delivered atomic.Int64
+}
+
+func newFlakySink(t *testing.T) *flakySink {
+	f := &flakySink{}
+	f.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !f.up.Load() {
+			http.Error(w, "down for maintenance", http.StatusServiceUnavailable)
+			return
+		}
+		f.delivered.Add(1)
+	}))
+	t.Cleanup(f.Close)
+	return f
+}
+
+// alertConfigs writes the configuration of n nodes on database, whose app
+// source delivers to sink with a circuit that opens after 3 failures and
+// probes every 500 ms, and alerts to sinks; extra is appended to the
+// source.
+func alertConfigs(t *testing.T, database func(i int) string, n int, sink string, sinks *alertSinks, extra string) []string {
+	t.Helper()
+	dir := t.TempDir()
+	secretFile := dir + "/secret"
+	if err := os.WriteFile(secretFile, []byte(crashSecret), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	alerts := sinks.config(dir)
+	paths := make([]string, n)
+	for i := range paths {
+		cfg := fmt.Sprintf(`listen: 127.0.0.1:0
+%sworkers: 2
+lease: 3s
+%ssources:
+  - name: app
+    provider: standard
+    secret: file:%s
+%s    destinations:
+      - name: sink
+        url: %s/hooks
+        timeout: 2s
+        retry_initial: 50ms
+        retry_max_delay: 200ms
+        pause_after: 3
+        pause_for: 500ms
+`, database(i), alerts, secretFile, extra, sink)
+		paths[i] = fmt.Sprintf("%s/node%d.yaml", dir, i)
+		if err := os.WriteFile(paths[i], []byte(cfg), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return paths
+}
+
+// countOf counts the messages of typ and change.
+func countOf(ms []notify.Message, typ string, change notify.Change) int {
+	n := 0
+	for _, m := range ms {
+		if m.Type == typ && m.Change == change {
+			n++
+		}
+	}
+	return n
+}
+
+// A destination down long enough to open its circuit gives one
+// destination.failing on each channel, and one destination.recovered once
+// it is back, with the events it missed counted; with three nodes on one
+// PostgreSQL database still one of each.
+func TestAlertDestinationFailingOnThreeNodes(t *testing.T) {
+	t.Parallel()
+	if testing.Short() {
+		t.Skip("starts hookgate processes")
+	}
+	db := pooled(t, pgtest.New(t))
+	sink, sinks := newFlakySink(t), newAlertSinks(t)
+	paths := alertConfigs(t, func(i int) string { return nodeDatabase(t, db, i) }, 3, sink.URL, sinks, "")
+	ps := make([]*process, len(paths))
+	for i, p := range paths {
+		ps[i] = startServe(t, "--config", p)
+	}
+	alertFailingAndRecovered(t, ps, sink, sinks)
+}
+
+// The same on one node on SQLite, restarted while the incident is open:
+// the restart neither repeats the opening nor loses the recovery.
+func TestAlertSurvivesARestart(t *testing.T) {
+	t.Parallel()
+	if testing.Short() {
+		t.Skip("starts hookgate processes")
+	}
+	dir := t.TempDir()
+	sink, sinks := newFlakySink(t), newAlertSinks(t)
+	paths := alertConfigs(t, func(int) string { return "database: sqlite:" + dir + "/hookgate.db\n" }, 1, sink.URL, sinks, "")
+	p := startServe(t, "--config", paths[0])
+	src := signer(t)
+	client := &http.Client{Timeout: 10 * time.Second}
+	if st, err := send(t.Context(), client, src, p.addr, "evt_before"); err != nil || st != http.StatusAccepted {
+		t.Fatalf("send: %d %v", st, err)
+	}
+	sinks.waitFor("destination.failing", notify.Opened)
+	p.cmd.Process.Kill()
+	p.cmd.Wait()
+	p = startServe(t, "--config", paths[0])
+	sink.up.Store(true)
+	m := sinks.waitFor("destination.recovered", notify.Resolved)
+	if m.Counts["delivered_late"] < 1 {
+		t.Errorf("recovered with counts %v, want the event delivered late", m.Counts)
+	}
+	ms, slacked := sinks.got()
+	if n := countOf(ms, "destination.failing", notify.Opened); n != 1 || slacked != len(ms) {
+		t.Errorf("after the restart: %d openings by webhook, %d Slack messages for %d webhook ones; want one, and as many", n, slacked, len(ms))
+	}
+}
+
+// alertFailingAndRecovered sends events to the nodes while the sink is
+// down, waits for destination.failing, brings the sink up, waits for
+// destination.recovered, and checks that each came once on each channel.
+func alertFailingAndRecovered(t *testing.T, ps []*process, sink *flakySink, sinks *alertSinks) {
+	t.Helper()
+	src := signer(t)
+	client := &http.Client{Timeout: 10 * time.Second}
+	for i, p := range ps {
+		if st, err := send(t.Context(), client, src, p.addr, fmt.Sprintf("evt_%d", i)); err != nil || st != http.StatusAccepted {
+			t.Fatalf("send to node %d: %d %v", i, st, err)
+		}
+	}
+	opened := sinks.waitFor("destination.failing", notify.Opened)
+	if opened.Source != "app" || opened.Destination != "sink" || opened.Counts["failed_attempts"] < 3 {
+		t.Errorf("opened = %+v, want app's sink after at least 3 failed attempts", opened)
+	}
+	sink.up.Store(true)
+	eventually(t, "the events delivered", func() bool { return sink.delivered.Load() >= int64(len(ps)) })
+	recovered := sinks.waitFor("destination.recovered", notify.Resolved)
+	if recovered.Incident != opened.Incident || recovered.Counts["delivered_late"] != int64(len(ps)) || recovered.Counts["dead"] != 0 {
+		t.Errorf("recovered = %+v, want incident %s with %d delivered late and none dead", recovered, opened.Incident, len(ps))
+	}
+	ms, slacked := sinks.got()
+	if countOf(ms, "destination.failing", notify.Opened) != 1 || countOf(ms, "destination.recovered", notify.Resolved) != 1 || slacked != len(ms) {
+		t.Errorf("webhook messages %+v and %d Slack ones; want one opening and one recovery on each", ms, slacked)
+	}
+}
