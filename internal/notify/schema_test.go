@@ -3,6 +3,7 @@ package notify_test
 import (
 	"bytes"
 	"encoding/json"
+	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
@@ -117,5 +118,41 @@ func TestSchemaNamesEveryField(t *testing.T) {
 		if _, ok := s.Properties[name]; !ok {
 			t.Errorf("schemas/alert.json has no property %q (Message.%s)", name, typ.Field(i).Name)
 		}
+	}
+}
+
+// The bodies docs/alerts.md shows under Payloads are valid, one per
+// change, and say in summary what Text says.
+func TestSchemaDocExamples(t *testing.T) {
+	s := alertSchema(t)
+	doc, err := os.ReadFile(filepath.Join("..", "..", "docs", "alerts.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, section, ok := strings.Cut(string(doc), "\n## Payloads\n")
+	if !ok {
+		t.Fatal("docs/alerts.md has no section ## Payloads")
+	}
+	section, _, _ = strings.Cut(section, "\n## ")
+	var seen []string
+	for _, block := range strings.Split(section, "```json\n")[1:] {
+		body, _, ok := strings.Cut(block, "```")
+		if !ok {
+			t.Fatalf("an unclosed block: %s", block)
+		}
+		if err := validate(t, s, []byte(body)); err != nil {
+			t.Errorf("%s\n%v", body, err)
+		}
+		var m notify.Message
+		if err := json.Unmarshal([]byte(body), &m); err != nil {
+			t.Fatal(err)
+		}
+		if _, words := notify.Text(m); m.Summary != words {
+			t.Errorf("summary %q, but Text says %q", m.Summary, words)
+		}
+		seen = append(seen, string(m.Change))
+	}
+	if strings.Join(seen, " ") != "opened reminder resolved" {
+		t.Errorf("the examples' changes are %v, want one of each", seen)
 	}
 }
