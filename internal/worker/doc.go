@@ -6,6 +6,9 @@
 // lane (a destination of a source) then leases that lane's due deliveries,
 // up to its max_in_flight, makes them, and records each attempt; each
 // delivery retries on its own schedule, and a lane that keeps failing is
-// paused and probed. One event's failure never holds back the rest of its
-// batch, and one destination never delays another.
+// paused and probed. A lane an operator holds (inbox.LaneHolder) leases
+// nothing, on every node, until it is released: the store's Dispatch
+// reads the hold in the transaction that would lease. One event's
+// failure never holds back the rest of its batch, and one destination
+// never delays another.
 package worker
