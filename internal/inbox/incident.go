@@ -59,7 +59,7 @@ const (
 )
 
 // NoticeFunc builds the notices of a change of inc, once the store has
-// given it its ID and recorded the change.
+// given it its ID and recorded the change. A nil NoticeFunc queues none.
 type NoticeFunc func(inc Incident) []Notice
 
 // Incidents is what an inbox backend offers the alerting: incidents and
@@ -74,7 +74,8 @@ type Incidents interface {
 	Observe(ctx context.Context, inc Incident, notices NoticeFunc) (Incident, bool, error)
 	// Resolve ends the open incident id at at with counts (merged over
 	// the stored ones) and queues notices(the ended incident). It returns
-	// false, queuing nothing, when the incident had already ended.
+	// false, queuing nothing, when the incident had already ended (or
+	// never existed).
 	Resolve(ctx context.Context, id int64, at time.Time, counts map[string]int64, notices NoticeFunc) (bool, error)
 	// Remind sets the open incident id's RemindedAt to at and queues
 	// notices(it) when its last reminder (or its opening, before any) is

@@ -26,13 +26,15 @@ func ExerciseNodes(t *testing.T, newDatabase func(t *testing.T, clock *Clock) (o
 		{"AcceptRace", testNodesAcceptRace},
 		{"ProcessRace", testNodesProcessRace},
 		{"ApplyRace", testNodesApplyRace},
+		{"IncidentRace", testNodesIncidentRace},
+		{"IncidentRestart", testNodesIncidentRestart},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
 			clock := dedupetest.NewClock(start)
 			open := newDatabase(t, clock)
-			n := &nodes{t: t, clock: clock}
+			n := &nodes{t: t, clock: clock, open: open}
 			for range 2 {
 				s := open()
 				n.stores = append(n.stores, s)
@@ -43,10 +45,11 @@ func ExerciseNodes(t *testing.T, newDatabase func(t *testing.T, clock *Clock) (o
 	}
 }
 
-// nodes are two stores on one database.
+// nodes are two stores on one database; open opens another on it.
 type nodes struct {
 	t       *testing.T
 	clock   *Clock
+	open    func() inbox.Store
 	stores  []inbox.Store
 	bundles []*bundle
 }
