@@ -141,6 +141,7 @@ var inboxSteps = []sqlitedb.Step{
 	sqlitedb.Exec("index what List's filters read", listIndexes),
 	sqlitedb.Exec("record ties", recordTies),
 	sqlitedb.Exec("keep deaths by time, duplicates by minute, attempts by destination and held lanes", activitySchema),
+	sqlitedb.Exec("keep incidents and their notices", incidentsSchema),
 }
 
 // activitySchema keeps what the console reads besides the lists. An
