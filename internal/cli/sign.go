@@ -1,10 +1,7 @@
 package cli
 
 import (
-	"bytes"
-	"cmp"
 	"context"
-	"crypto/rand"
 	"fmt"
 	"io"
 	"net/http"
@@ -14,7 +11,7 @@ import (
 	"time"
 
 	"github.com/hookgate/hookgate/internal/config"
-	"github.com/hookgate/hookgate/internal/source"
+	"github.com/hookgate/hookgate/internal/trigger"
 )
 
 func init() {
@@ -99,7 +96,7 @@ these included.`,
 		}
 	}
 	if *target == "" {
-		*target = intakeURL(base, sc, *tenant)
+		*target = trigger.IntakeURL(base, sc, *tenant)
 	}
 	u, err := url.Parse(*target)
 	if err != nil || u.Host == "" {
@@ -109,7 +106,7 @@ these included.`,
 	if err != nil {
 		return fmt.Errorf("sign: reading the body from stdin: %w", err)
 	}
-	sent := providerHeaders(sc.Provider, *event, *tenant, time.Now())
+	sent := trigger.ProviderHeaders(sc.Provider, *event, *tenant, time.Now())
 	for _, h := range headers {
 		name, value, ok := strings.Cut(h, ":")
 		if !ok {
@@ -117,7 +114,7 @@ these included.`,
 		}
 		sent.Set(strings.TrimSpace(name), strings.TrimSpace(value))
 	}
-	req, err := signedRequest(ctx, sc, u.String(), body, sent)
+	req, err := trigger.SignedRequest(ctx, sc, u.String(), body, sent)
 	if err != nil {
 		return fmt.Errorf("sign: %w", err)
 	}
@@ -126,39 +123,6 @@ these included.`,
 	}
 	fmt.Fprintf(std.Stdout, "\n%s\n", curlLine(req, string(body)))
 	return nil
-}
-
-// intakeURL is where a gateway at base takes sc's deliveries: /in/{source},
-// and /{tenant} after it for a source whose tenant is the path.
-func intakeURL(base string, sc config.Source, tenant string) string {
-	u := base + "/in/" + sc.Name
-	if sc.Tenant == string(config.SelectPath) && tenant != "" {
-		u += "/" + url.PathEscape(tenant)
-	}
-	return u
-}
-
-// signedRequest is the POST of body to target as sc's provider sends it:
-// its content type, then sent (which may replace it), signed last so that
-// the signature covers what it signs besides the body (standard's
-// webhook-id, HubSpot's URL).
-func signedRequest(ctx context.Context, sc config.Source, target string, body []byte, sent http.Header) (*http.Request, error) {
-	signer, err := source.NewSigner(sc)
-	if err != nil {
-		return nil, err
-	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, target, bytes.NewReader(body))
-	if err != nil {
-		return nil, err
-	}
-	req.Header.Set("Content-Type", contentType(sc.Provider))
-	for name, values := range sent {
-		req.Header[name] = values
-	}
-	if err := signer.Sign(req, body); err != nil {
-		return nil, err
-	}
-	return req, nil
 }
 
 // configSource is the source of cfg called name, or its only source when
@@ -179,51 +143,6 @@ func configSource(cfg config.Config, name string) (*config.Source, error) {
 		return nil, usagef("sign: the config has no source %q (it has %s)", name, strings.Join(names, ", "))
 	}
 	return src, nil
-}
-
-// providerHeaders are the headers, other than the signature's, that the
-// provider sends with every delivery and that its preset reads: the
-// delivery's id, the event's type, the shop. Each id is fresh, so that
-// every signed request is a new event.
-func providerHeaders(provider, event, tenant string, now time.Time) http.Header {
-	h := http.Header{}
-	switch provider {
-	case config.ProviderGitHub:
-		h.Set("X-GitHub-Delivery", newUUID())
-		h.Set("X-GitHub-Event", cmp.Or(event, "ping"))
-	case config.ProviderShopify:
-		h.Set("X-Shopify-Webhook-Id", newUUID())
-		h.Set("X-Shopify-Event-Id", newUUID())
-		h.Set("X-Shopify-Topic", cmp.Or(event, "orders/create"))
-		h.Set("X-Shopify-Shop-Domain", cmp.Or(tenant, "example.myshopify.com"))
-		h.Set("X-Shopify-Triggered-At", now.UTC().Format(time.RFC3339Nano))
-		h.Set("X-Shopify-API-Version", shopifyAPIVersion)
-	case config.ProviderSalesforce:
-		// Outbound messages carry an empty SOAP action.
-		h.Set("SOAPAction", `""`)
-	}
-	return h
-}
-
-// shopifyAPIVersion is the API version sign's Shopify requests name; the
-// preset keeps it with the event and reads nothing from it.
-const shopifyAPIVersion = "2025-10"
-
-// newUUID returns a random (version 4) UUID, the form of GitHub's and
-// Shopify's delivery ids.
-func newUUID() string {
-	var b [16]byte
-	rand.Read(b[:])
-	b[6] = b[6]&0x0f | 0x40
-	b[8] = b[8]&0x3f | 0x80
-	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:])
-}
-
-func contentType(provider string) string {
-	if provider == config.ProviderSalesforce {
-		return "text/xml; charset=utf-8"
-	}
-	return "application/json"
 }
 
 func sortedHeaders(h http.Header) []string {
