@@ -160,7 +160,10 @@ func (e *Engine) expects(name string) bool {
 	return false
 }
 
-// endCounts are the counts an incident ends with.
+// endCounts are the counts an incident ends with. A destination that
+// recovers has its backlog still to take: the deliveries that waited
+// during the incident (at their peak), less those that went dead, are
+// what it gets late.
 func (e *Engine) endCounts(inc inbox.Incident, stats inbox.Stats) map[string]int64 {
 	if inc.Kind != config.KindDestinationFailing {
 		return nil
@@ -172,7 +175,7 @@ func (e *Engine) endCounts(inc inbox.Incident, stats inbox.Stats) map[string]int
 			pending = int64(l.Pending)
 		}
 	}
-	return map[string]int64{"dead": dead, "delivered_late": max(inc.Counts[countPendingPeak]-dead-pending, 0), "pending": pending}
+	return map[string]int64{"dead": dead, "delivered_late": max(inc.Counts[countPendingPeak]-dead, 0), "pending": pending}
 }
 
 func deadOf(stats inbox.Stats, source string) int64 {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"slices"
 	"strconv"
 	"time"
 
@@ -65,14 +66,7 @@ func (e *Engine) message(inc inbox.Incident, change notify.Change) notify.Messag
 	m := notify.Message{Type: inc.Kind, Change: change, Incident: strconv.FormatInt(inc.ID, 10),
 		OpenedAt: inc.OpenedAt.UTC(), Source: inc.Source, Destination: inc.Destination,
 		LastError: inc.LastError, ConsoleURL: e.opts.Alerts.ConsoleURL}
-	if len(inc.Counts) > 0 {
-		m.Counts = map[string]int64{}
-		for k, v := range inc.Counts {
-			if !isInternal(k) {
-				m.Counts[k] = v
-			}
-		}
-	}
+	m.Counts = Counts(inc.Counts)
 	if !inc.Open() {
 		at := inc.ResolvedAt.UTC()
 		m.ResolvedAt = &at
@@ -84,13 +78,20 @@ func (e *Engine) message(inc inbox.Incident, change notify.Change) notify.Messag
 	return m
 }
 
-func isInternal(count string) bool {
-	for _, c := range internalCounts {
-		if c == count {
-			return true
+// Counts are the counts of an incident that say something to a reader:
+// c without those the engine keeps for its arithmetic; nil when none.
+func Counts(c map[string]int64) map[string]int64 {
+	var out map[string]int64
+	for k, v := range c {
+		if slices.Contains(internalCounts, k) {
+			continue
 		}
+		if out == nil {
+			out = map[string]int64{}
+		}
+		out[k] = v
 	}
-	return false
+	return out
 }
 
 // sendLoop sends the queued notices, looking every SendEvery and when a

@@ -1,17 +1,24 @@
 package cli_test
 
 import (
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/mail"
 	"os"
 	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/emersion/go-smtp"
 
 	"github.com/hookgate/hookgate/internal/notify"
 	"github.com/hookgate/hookgate/internal/pgtest"
@@ -29,9 +36,12 @@ type alertSinks struct {
 	webhook *httptest.Server
 	slack   *httptest.Server
 
+	smtp string // the relay's address
+
 	mu       sync.Mutex
 	messages []notify.Message // by the webhook, in arrival order
 	slacked  []string         // the text of each Slack message
+	mailed   []string         // the subject of each e-mail
 }
 
 func newAlertSinks(t *testing.T) *alertSinks {
@@ -71,7 +81,50 @@ func newAlertSinks(t *testing.T) *alertSinks {
 		io.WriteString(w, "ok")
 	}))
 	t.Cleanup(s.slack.Close)
+	s.startRelay()
 	return s
+}
+
+// startRelay starts an SMTP relay on loopback, without TLS or
+// authentication, that keeps the subject of every mail.
+func (s *alertSinks) startRelay() {
+	srv := smtp.NewServer(smtp.BackendFunc(func(*smtp.Conn) (smtp.Session, error) { return &relaySession{s}, nil }))
+	srv.Domain = "localhost"
+	srv.ReadTimeout, srv.WriteTimeout = 10*time.Second, 10*time.Second
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	s.smtp = l.Addr().String()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		srv.Serve(l)
+	}()
+	s.t.Cleanup(func() {
+		srv.Close()
+		<-done
+	})
+}
+
+// relaySession is one SMTP session of the relay.
+type relaySession struct{ s *alertSinks }
+
+func (r *relaySession) Mail(string, *smtp.MailOptions) error { return nil }
+func (r *relaySession) Rcpt(string, *smtp.RcptOptions) error { return nil }
+func (r *relaySession) Reset()                               {}
+func (r *relaySession) Logout() error                        { return nil }
+
+func (r *relaySession) Data(data io.Reader) error {
+	msg, err := mail.ReadMessage(data)
+	if err != nil {
+		return err
+	}
+	io.Copy(io.Discard, msg.Body)
+	r.s.mu.Lock()
+	r.s.mailed = append(r.s.mailed, msg.Header.Get("Subject"))
+	r.s.mu.Unlock()
+	return nil
 }
 
 // config is the alerts section sending to the sinks, checking every
@@ -97,33 +150,53 @@ func (s *alertSinks) config(dir string) string {
     - name: ops-slack
       type: slack
       url: file:%s
-`, s.webhook.URL, secretFile, slackFile)
+    - name: oncall
+      type: email
+      smtp: smtp://%s
+      from: hookgate@example.com
+      to: [oncall@example.com]
+      kinds: [destination.failing, source.auth_failures, source.silent]
+`, s.webhook.URL, secretFile, slackFile, s.smtp)
 }
 
-// got returns the types and changes received by the webhook, and the
-// number of Slack messages.
-func (s *alertSinks) got() ([]notify.Message, int) {
+// got returns the messages received by the webhook, and the number of
+// Slack messages and of e-mails.
+func (s *alertSinks) got() ([]notify.Message, int, int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return slices.Clone(s.messages), len(s.slacked)
+	return slices.Clone(s.messages), len(s.slacked), len(s.mailed)
 }
 
 // waitFor waits until the webhook received a message of typ and change
-// and Slack as many messages as the webhook, and returns it.
+// and Slack and e-mail as many messages as the webhook, and returns it.
 func (s *alertSinks) waitFor(typ string, change notify.Change) notify.Message {
 	s.t.Helper()
 	var found notify.Message
-	eventually(s.t, typ+" "+string(change)+" on both channels", func() bool {
-		ms, slacked := s.got()
+	eventually(s.t, typ+" "+string(change)+" on every channel", func() bool {
+		ms, slacked, mailed := s.got()
 		for _, m := range ms {
 			if m.Type == typ && m.Change == change {
 				found = m
-				return slacked >= len(ms)
+				return slacked >= len(ms) && mailed >= len(ms)
 			}
 		}
 		return false
 	})
 	return found
+}
+
+// checkOnce fails t unless each channel received exactly one message of
+// each of changes, and nothing else.
+func (s *alertSinks) checkOnce(changes ...string) {
+	s.t.Helper()
+	ms, slacked, mailed := s.got()
+	var got []string
+	for _, m := range ms {
+		got = append(got, m.Type+" "+string(m.Change))
+	}
+	if !slices.Equal(got, changes) || slacked != len(changes) || mailed != len(changes) {
+		s.t.Errorf("webhook got %q, Slack %d messages, e-mail %d; want %q on each", got, slacked, mailed, changes)
+	}
 }
 
 // flakySink is a destination that answers 503 until up.
@@ -184,17 +257,6 @@ lease: 3s
 	return paths
 }
 
-// countOf counts the messages of typ and change.
-func countOf(ms []notify.Message, typ string, change notify.Change) int {
-	n := 0
-	for _, m := range ms {
-		if m.Type == typ && m.Change == change {
-			n++
-		}
-	}
-	return n
-}
-
 // A destination down long enough to open its circuit gives one
 // destination.failing on each channel, and one destination.recovered once
 // it is back, with the events it missed counted; with three nodes on one
@@ -239,9 +301,18 @@ func TestAlertSurvivesARestart(t *testing.T) {
 	if m.Counts["delivered_late"] < 1 {
 		t.Errorf("recovered with counts %v, want the event delivered late", m.Counts)
 	}
-	ms, slacked := sinks.got()
-	if n := countOf(ms, "destination.failing", notify.Opened); n != 1 || slacked != len(ms) {
-		t.Errorf("after the restart: %d openings by webhook, %d Slack messages for %d webhook ones; want one, and as many", n, slacked, len(ms))
+	sinks.checkOnce("destination.failing opened", "destination.recovered resolved")
+	out, err := command(t, "incidents", "--all", "--json", "--config", paths[0]).Output()
+	if err != nil {
+		t.Fatalf("hookgate incidents: %v", err)
+	}
+	var inc struct {
+		Kind       string           `json:"kind"`
+		ResolvedAt *time.Time       `json:"resolved_at"`
+		Counts     map[string]int64 `json:"counts"`
+	}
+	if err := json.Unmarshal(out, &inc); err != nil || inc.Kind != "destination.failing" || inc.ResolvedAt == nil || inc.Counts["dead_before"] != 0 {
+		t.Errorf("hookgate incidents --all --json = %s (%v), want the one ended destination.failing, without the engine's own counts", out, err)
 	}
 }
 
@@ -267,8 +338,51 @@ func alertFailingAndRecovered(t *testing.T, ps []*process, sink *flakySink, sink
 	if recovered.Incident != opened.Incident || recovered.Counts["delivered_late"] != int64(len(ps)) || recovered.Counts["dead"] != 0 {
 		t.Errorf("recovered = %+v, want incident %s with %d delivered late and none dead", recovered, opened.Incident, len(ps))
 	}
-	ms, slacked := sinks.got()
-	if countOf(ms, "destination.failing", notify.Opened) != 1 || countOf(ms, "destination.recovered", notify.Resolved) != 1 || slacked != len(ms) {
-		t.Errorf("webhook messages %+v and %d Slack ones; want one opening and one recovery on each", ms, slacked)
+	sinks.checkOnce("destination.failing opened", "destination.recovered resolved")
+}
+
+// A source that hears nothing for longer than its expect_every opens
+// source.silent, resolved by its next event; 50 refused signatures
+// within auth_window open source.auth_failures.
+func TestAlertSilenceAndRefusedSignatures(t *testing.T) {
+	t.Parallel()
+	if testing.Short() {
+		t.Skip("starts hookgate processes")
 	}
+	dir := t.TempDir()
+	sink, sinks := newFlakySink(t), newAlertSinks(t)
+	sink.up.Store(true)
+	paths := alertConfigs(t, func(int) string { return "database: sqlite:" + dir + "/hookgate.db\n" }, 1, sink.URL, sinks, "    expect_every: 1s\n")
+	p := startServe(t, "--config", paths[0])
+	silent := sinks.waitFor("source.silent", notify.Opened)
+	if silent.Source != "app" {
+		t.Errorf("silent = %+v, want source app", silent)
+	}
+	client := &http.Client{Timeout: 10 * time.Second}
+	for i := range 50 {
+		req, err := http.NewRequest(http.MethodPost, p.addr+"/in/app", strings.NewReader(`{"type":"order.created"}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("webhook-id", fmt.Sprintf("msg_forged_%d", i))
+		req.Header.Set("webhook-timestamp", strconv.FormatInt(time.Now().Unix(), 10))
+		req.Header.Set("webhook-signature", "v1,"+base64.StdEncoding.EncodeToString(make([]byte, 32)))
+		resp, err := client.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusUnauthorized {
+			t.Fatalf("a forged request was answered %d, want 401", resp.StatusCode)
+		}
+	}
+	refused := sinks.waitFor("source.auth_failures", notify.Opened)
+	if refused.Counts["refused"] != 50 {
+		t.Errorf("auth_failures counts %v, want 50 refused", refused.Counts)
+	}
+	if st, err := send(t.Context(), client, signer(t), p.addr, "evt_at_last"); err != nil || st != http.StatusAccepted {
+		t.Fatalf("send: %d %v", st, err)
+	}
+	sinks.waitFor("source.silent", notify.Resolved)
+	sinks.checkOnce("source.silent opened", "source.auth_failures opened", "source.silent resolved")
 }
