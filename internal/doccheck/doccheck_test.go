@@ -364,12 +364,17 @@ var envRef = regexp.MustCompile(`env:([A-Za-z_][A-Za-z0-9_]*)`)
 // setSecrets sets every variable named by an env: reference in data, for
 // the test, to a value every secret field accepts: a Standard Webhooks key
 // (whsec_ and base64 of 32 bytes) is also a token of 50 characters and a
-// printable header value. Each name gets its own value.
+// printable header value; a name ending in _URL (a Slack incoming
+// webhook, say) gets an https URL. Each name gets its own value.
 func setSecrets(t *testing.T, data []byte) {
 	t.Helper()
 	for _, m := range envRef.FindAllSubmatch(data, -1) {
 		sum := sha256.Sum256(m[1])
-		t.Setenv(string(m[1]), "whsec_"+base64.StdEncoding.EncodeToString(sum[:]))
+		v := "whsec_" + base64.StdEncoding.EncodeToString(sum[:])
+		if strings.HasSuffix(string(m[1]), "_URL") {
+			v = "https://hooks.example.com/services/" + base64.RawURLEncoding.EncodeToString(sum[:])
+		}
+		t.Setenv(string(m[1]), v)
 	}
 }
 
