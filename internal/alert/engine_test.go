@@ -1,0 +1,191 @@
+package alert_test
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/hookgate/hookgate/dedupe"
+	"github.com/hookgate/hookgate/internal/alert"
+	"github.com/hookgate/hookgate/internal/config"
+	"github.com/hookgate/hookgate/internal/inbox"
+	"github.com/hookgate/hookgate/internal/inbox/sqlite"
+	"github.com/hookgate/hookgate/internal/notify"
+)
+
+// clock is a clock the test moves.
+type clock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (c *clock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *clock) Advance(d time.Duration) {
+	c.mu.Lock()
+	c.now = c.now.Add(d)
+	c.mu.Unlock()
+}
+
+// recorder is a channel that keeps what it is sent, and fails while
+// failing is set.
+type recorder struct {
+	mu      sync.Mutex
+	got     []notify.Message
+	failing bool
+}
+
+func (r *recorder) Send(_ context.Context, m notify.Message) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.failing {
+		return context.DeadlineExceeded
+	}
+	r.got = append(r.got, m)
+	return nil
+}
+
+func (r *recorder) changes() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []string
+	for _, m := range r.got {
+		out = append(out, m.Type+" "+string(m.Change))
+	}
+	return out
+}
+
+type bundle struct {
+	store  *sqlite.Store
+	engine *alert.Engine
+	clock  *clock
+	slack  *recorder
+}
+
+// setup opens a SQLite inbox and an engine on it whose one channel is a
+// recorder, checking every 30 s and reminding every 4 h.
+func setup(t *testing.T, sources ...config.Source) *bundle {
+	t.Helper()
+	c := &clock{now: time.Date(2026, 3, 14, 10, 4, 5, 0, time.UTC)}
+	store, err := sqlite.Open(t.TempDir()+"/inbox.db", sqlite.Options{Now: c.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { store.Close() })
+	a := config.Default().Alerts
+	a.Channels = []config.AlertChannel{{Name: "ops-slack", Type: config.ChannelSlack}}
+	rec := &recorder{}
+	e, err := alert.New(alert.Options{Store: store, Incidents: store, Alerts: a, Sources: sources,
+		Senders: map[string]alert.Sender{"ops-slack": rec}, Now: c.Now, Owner: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &bundle{store: store, engine: e, clock: c, slack: rec}
+}
+
+// check runs one check and sends what it queued.
+func (b *bundle) check(t *testing.T) {
+	t.Helper()
+	b.engine.Check(t.Context())
+	b.engine.SendDue(t.Context())
+}
+
+func (b *bundle) lane(t *testing.T, state string, failures int) {
+	t.Helper()
+	st := inbox.LaneState{Lane: inbox.Lane{Source: "app", Destination: "crm"}, State: state, Failures: failures,
+		LastError: "deliver to crm: HTTP 503", Changed: b.clock.Now()}
+	if err := b.store.SetLaneState(t.Context(), st); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func equal(t *testing.T, got []string, want ...string) {
+	t.Helper()
+	if len(got) != len(want) {
+		t.Fatalf("sent %q, want %q", got, want)
+	}
+	for i := range got {
+		if got[i] != want[i] {
+			t.Fatalf("sent %q, want %q", got, want)
+		}
+	}
+}
+
+// An incident is notified when it opens, reminded every repeat while it
+// stays open (not at every check), and notified once when it ends.
+func TestOpenRemindResolve(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.lane(t, inbox.LaneFailing, 4)
+	b.check(t)
+	equal(t, b.slack.changes())
+	b.lane(t, inbox.LaneFailing, 5)
+	b.check(t)
+	equal(t, b.slack.changes(), "destination.failing opened")
+	for range 3 {
+		b.clock.Advance(time.Hour)
+		b.check(t)
+	}
+	equal(t, b.slack.changes(), "destination.failing opened")
+	b.clock.Advance(time.Hour + time.Second)
+	b.check(t)
+	b.clock.Advance(30 * time.Second)
+	b.check(t)
+	equal(t, b.slack.changes(), "destination.failing opened", "destination.failing reminder")
+	b.lane(t, inbox.LaneHealthy, 0)
+	b.check(t)
+	b.check(t)
+	equal(t, b.slack.changes(), "destination.failing opened", "destination.failing reminder", "destination.recovered resolved")
+}
+
+// A channel that fails is retried with backoff, and the notice is sent
+// once it answers; nothing is lost and nothing is sent twice.
+func TestFailingChannelIsRetried(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.slack.failing = true
+	b.lane(t, inbox.LanePaused, 5)
+	b.check(t)
+	b.check(t)
+	equal(t, b.slack.changes())
+	b.slack.mu.Lock()
+	b.slack.failing = false
+	b.slack.mu.Unlock()
+	b.check(t)
+	equal(t, b.slack.changes())
+	b.clock.Advance(11 * time.Second)
+	b.check(t)
+	b.check(t)
+	equal(t, b.slack.changes(), "destination.failing opened")
+}
+
+// processing.lag opens while the oldest pending event is older than
+// alerts.lag, and ends when it is processed.
+func TestProcessingLag(t *testing.T) {
+	t.Parallel()
+	b := setup(t, config.Source{Name: "app"})
+	accept(t, b.store, "evt_1")
+	b.check(t)
+	b.clock.Advance(16 * time.Minute)
+	b.check(t)
+	equal(t, b.slack.changes(), "processing.lag opened")
+	if got := b.slack.got[0].Counts; got["pending"] != 1 || got["lag_seconds"] < 16*60 {
+		t.Errorf("lag counts %v, want 1 pending for 16 minutes", got)
+	}
+}
+
+// accept stores one event of source app.
+func accept(t *testing.T, store *sqlite.Store, id string) {
+	t.Helper()
+	k := dedupe.Key{Provider: "app", EventID: id}
+	e := inbox.Event{Hash: k.Hash(), Scope: k.Scope(), Source: "app", Provider: "standard", EventID: id,
+		Payload: []byte(`{}`), Headers: map[string]string{}}
+	if _, err := store.Accept(t.Context(), []inbox.Item{{Event: e, Window: time.Hour}}); err != nil {
+		t.Fatal(err)
+	}
+}
