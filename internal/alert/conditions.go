@@ -26,11 +26,11 @@ var internalCounts = []string{countDeadBefore, countPendingPeak}
 // node has seen (accepted and dead counters, refused requests, the
 // spool); open holds the open incidents by key, for the counts kept
 // since they opened.
-func (e *Engine) conditions(stats inbox.Stats, now time.Time, open map[key]inbox.Incident) []condition {
+func (e *Engine) conditions(ctx context.Context, stats inbox.Stats, now time.Time, open map[key]inbox.Incident) []condition {
 	var out []condition
 	a := e.opts.Alerts
 	for _, l := range stats.Lanes {
-		if l.Source == Source || (l.State != inbox.LanePaused && l.Failures < a.FailedAttempts) {
+		if l.Source == Source || (l.State != inbox.LanePaused && l.Failures < a.FailedAttempts) || e.deliveredSince(ctx, l) {
 			continue
 		}
 		k := key{config.KindDestinationFailing, l.Source, l.Destination}
@@ -69,6 +69,24 @@ func (e *Engine) conditions(stats inbox.Stats, now time.Time, open map[key]inbox
 		}
 	}
 	return out
+}
+
+// deliveredSince reports whether the newest attempt to l's destination
+// succeeded after l's state was recorded. Each node records the state of
+// a lane as its own deliveries left it: a node whose circuit opened keeps
+// that state stored until it tries the lane again, while another node
+// may already be delivering to it.
+func (e *Engine) deliveredSince(ctx context.Context, l inbox.LaneState) bool {
+	log, ok := e.opts.Store.(inbox.AttemptLog)
+	if !ok {
+		return false
+	}
+	last, err := log.RecentAttempts(ctx, l.Destination, 1)
+	if err != nil || len(last) == 0 {
+		return false
+	}
+	a := last[0]
+	return a.Error == "" && a.Code >= 200 && a.Code < 300 && a.At.After(l.Changed)
 }
 
 // sourceConditions are the conditions of one source: events going dead,

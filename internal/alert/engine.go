@@ -186,7 +186,7 @@ func (e *Engine) Check(parent context.Context) {
 		byKey[keyOf(inc)] = inc
 	}
 	seen := map[key]bool{}
-	for _, c := range e.conditions(stats, now, byKey) {
+	for _, c := range e.conditions(ctx, stats, now, byKey) {
 		k := c.key()
 		seen[k] = true
 		inc := inbox.Incident{Kind: c.kind, Source: c.source, Destination: c.destination, SeenAt: now,
