@@ -189,3 +189,51 @@ func accept(t *testing.T, store *sqlite.Store, id string) {
 		t.Fatal(err)
 	}
 }
+
+// kill accepts events of source app and finishes them dead.
+func kill(t *testing.T, b *bundle, ids ...string) {
+	t.Helper()
+	for _, id := range ids {
+		accept(t, b.store, id)
+	}
+	leased, err := b.store.Lease(t.Context(), "test", len(ids), time.Minute)
+	if err != nil || len(leased) != len(ids) {
+		t.Fatalf("lease: %d of %d, %v", len(leased), len(ids), err)
+	}
+	var results []inbox.Result
+	for _, e := range leased {
+		results = append(results, inbox.Result{ID: e.ID, Status: inbox.StatusDead, Error: "invalid: missing field"})
+	}
+	if err := b.store.Finish(t.Context(), "test", results); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Events going dead open one incident while they keep coming, counted,
+// and it ends after a quiet spell.
+func TestEventsDeadGrouped(t *testing.T) {
+	t.Parallel()
+	b := setup(t, config.Source{Name: "app"})
+	kill(t, b, "evt_old")
+	b.check(t)
+	equal(t, b.slack.changes())
+	kill(t, b, "evt_1", "evt_2")
+	b.clock.Advance(30 * time.Second)
+	b.check(t)
+	equal(t, b.slack.changes(), "events.dead opened")
+	kill(t, b, "evt_3")
+	b.clock.Advance(30 * time.Second)
+	b.check(t)
+	equal(t, b.slack.changes(), "events.dead opened")
+	for range 10 {
+		b.clock.Advance(30 * time.Second)
+		b.check(t)
+	}
+	equal(t, b.slack.changes(), "events.dead opened")
+	b.clock.Advance(30 * time.Second)
+	b.check(t)
+	equal(t, b.slack.changes(), "events.dead opened", "events.dead resolved")
+	if got := b.slack.got[1].Counts["dead"]; got != 3 {
+		t.Errorf("resolved with %d dead, want the 3 since it opened", got)
+	}
+}
