@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -113,9 +114,17 @@ const (
 	tailSettle = 5 * time.Second
 )
 
-// follower reads the events stored after it started, each once.
+// lister reads stored events: the inbox itself (events tail) or a
+// gateway's admin API (listen). It answers as inbox.Store.List does,
+// newest first, honouring the filter's Source, Tenant, AfterID, BeforeID
+// and Limit.
+type lister interface {
+	List(ctx context.Context, f inbox.Filter) ([]inbox.Event, error)
+}
+
+// follower reads the events stored after a point, each once.
 type follower struct {
-	store  inbox.Store
+	store  lister
 	filter inbox.Filter
 	settle time.Duration
 	now    func() time.Time
@@ -155,31 +164,42 @@ func (f *follower) start(ctx context.Context, n int) ([]inbox.Event, error) {
 	return events, err
 }
 
-// poll returns the events stored since the last poll, oldest first.
+// resume places the follower where a saved [follower.position] left it:
+// polls return the events after from, but not those of returned.
+func (f *follower) resume(from int64, returned []int64) {
+	f.from, f.cursor, f.marks = from, from, nil
+	f.printed = map[int64]bool{}
+	for _, id := range returned {
+		if id > from {
+			f.printed[id] = true
+			f.cursor = max(f.cursor, id)
+		}
+	}
+}
+
+// position is where the follower stands between polls: every event with
+// an ID up to from, and those of returned, has been returned by a poll;
+// any other event stored is still to come. [follower.resume] takes it
+// back.
+func (f *follower) position() (from int64, returned []int64) {
+	return f.from, slices.Sorted(maps.Keys(f.printed))
+}
+
+// poll returns the events stored since the last poll, oldest first. A
+// poll that fails returns nothing and changes nothing: the next reads the
+// same events again.
 func (f *follower) poll(ctx context.Context) ([]inbox.Event, error) {
+	events, err := f.read(ctx, f.from)
+	if err != nil {
+		return nil, err
+	}
 	var out []inbox.Event
-	after := f.from
-	for {
-		page := f.filter
-		page.AfterID, page.Limit = after, tailPage
-		events, err := f.store.List(ctx, page)
-		if err != nil {
-			return out, err
+	for _, e := range events {
+		if !f.printed[e.ID] {
+			f.printed[e.ID] = true
+			f.cursor = max(f.cursor, e.ID)
+			out = append(out, e)
 		}
-		slices.Reverse(events)
-		for _, e := range events {
-			if !f.printed[e.ID] {
-				f.printed[e.ID] = true
-				f.cursor = max(f.cursor, e.ID)
-				out = append(out, e)
-			}
-		}
-		// With after at zero (an empty database at the start) List reads
-		// the newest page, so there is no next page to ask for.
-		if len(events) < tailPage || after == 0 {
-			break
-		}
-		after = events[len(events)-1].ID
 	}
 	now := f.now()
 	f.marks = append(f.marks, mark{at: now, cursor: f.cursor})
@@ -193,4 +213,43 @@ func (f *follower) poll(ctx context.Context) ([]inbox.Event, error) {
 		}
 	}
 	return out, nil
+}
+
+// read returns the events matching the filter with an ID above after,
+// oldest first, reading as many pages as it takes.
+func (f *follower) read(ctx context.Context, after int64) ([]inbox.Event, error) {
+	page := f.filter
+	page.Limit = tailPage
+	if after == 0 {
+		// AfterID zero is no bound (an empty inbox at the start, or a
+		// listen that starts before the first event): List reads the
+		// newest page, and the pages go back from there.
+		var all []inbox.Event
+		for {
+			events, err := f.store.List(ctx, page)
+			if err != nil {
+				return nil, err
+			}
+			all = append(all, events...)
+			if len(events) < tailPage {
+				slices.Reverse(all)
+				return all, nil
+			}
+			page.BeforeID = events[len(events)-1].ID
+		}
+	}
+	var out []inbox.Event
+	for {
+		page.AfterID = after
+		events, err := f.store.List(ctx, page)
+		if err != nil {
+			return nil, err
+		}
+		slices.Reverse(events)
+		out = append(out, events...)
+		if len(events) < tailPage {
+			return out, nil
+		}
+		after = events[len(events)-1].ID
+	}
 }
