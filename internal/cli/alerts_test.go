@@ -295,7 +295,7 @@ func TestAlertSurvivesARestart(t *testing.T) {
 	sinks.waitFor("destination.failing", notify.Opened)
 	p.cmd.Process.Kill()
 	p.cmd.Wait()
-	p = startServe(t, "--config", paths[0])
+	startServe(t, "--config", paths[0])
 	sink.up.Store(true)
 	m := sinks.waitFor("destination.recovered", notify.Resolved)
 	if m.Counts["delivered_late"] < 1 {
