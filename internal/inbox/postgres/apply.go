@@ -1,11 +1,9 @@
 package postgres
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 
 	"github.com/jackc/pgx/v5"
@@ -13,29 +11,6 @@ import (
 
 	"github.com/hookgate/hookgate/internal/inbox"
 )
-
-// applyRow is what Apply reads of a stored event: its entity fields and
-// the result recorded by an earlier Apply.
-type applyRow struct {
-	key      entityKey
-	version  string
-	order    int64
-	state    string
-	recorded *inbox.Applied
-}
-
-// entityKey names one entity.
-type entityKey struct{ tenant, typ, id string }
-
-// entityHead is what the version guard compares against, and what Apply
-// writes back.
-type entityHead struct {
-	found, dirty bool
-	version      string
-	order        int64
-	state        string
-	event        int64
-}
 
 // Apply implements inbox.Store. The entity fields are read from the stored
 // events, not from the arguments, so only the events' ids matter; an
@@ -45,8 +20,9 @@ type entityHead struct {
 // the transaction first takes an advisory lock per entity it writes, in
 // one sorted order (no deadlock between batches), and only then reads the
 // entities: the version guard compares against the newest committed
-// state. The results are computed in id order in memory and written with
-// one statement for the entities and one for the events.
+// state. The results are decided in id order in memory
+// (inbox.DecideAll) and written with one statement for the entities and
+// one for the events.
 func (s *Store) Apply(ctx context.Context, events []inbox.Event) ([]inbox.Applied, error) {
 	if len(events) == 0 {
 		return nil, nil
@@ -55,41 +31,21 @@ func (s *Store) Apply(ctx context.Context, events []inbox.Event) ([]inbox.Applie
 	for i := range events {
 		ids[i] = events[i].ID
 	}
-	order := make([]int, len(events))
-	for i := range order {
-		order[i] = i
-	}
-	slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(ids[a], ids[b]) })
-
-	out := make([]inbox.Applied, len(events))
+	var out []inbox.Applied
 	err := s.tx(ctx, "apply", func(tx pgx.Tx) error {
 		stored, err := readApplyRows(ctx, tx, ids)
 		if err != nil {
 			return err
 		}
-		heads := map[entityKey]*entityHead{}
-		for _, id := range ids {
-			row, ok := stored[id]
-			if !ok {
-				return callerError{fmt.Errorf("%w: %d", inbox.ErrNotFound, id)}
-			}
-			if row.recorded == nil && row.key.id != "" {
-				heads[row.key] = &entityHead{}
-			}
+		heads, err := inbox.HeadsToRead(ids, stored)
+		if err != nil {
+			return callerError{err}
 		}
 		if err := readHeads(ctx, tx, heads); err != nil {
 			return err
 		}
 		var rec records
-		for _, i := range order {
-			row := stored[ids[i]]
-			if row.recorded == nil {
-				res := decide(ids[i], row, heads[row.key])
-				row.recorded = &res
-				rec.add(ids[i], res)
-			}
-			out[i] = *row.recorded
-		}
+		out = inbox.DecideAll(ids, stored, heads, rec.add)
 		if err := writeHeads(ctx, tx, s.clock(), heads); err != nil {
 			return err
 		}
@@ -101,35 +57,10 @@ func (s *Store) Apply(ctx context.Context, events []inbox.Event) ([]inbox.Applie
 	return out, nil
 }
 
-// decide runs the version guard for event id against head (nil for an
-// event without entity) and moves head on when the event is newer or a
-// tie. Only a strictly older version is stale; an equal one is a tie,
-// applied in arrival order: it moves head on unless an event that arrived
-// after it (a larger id) with the same version already has, whose state
-// then stands, as if the two had been applied in id order.
-func decide(id int64, r *applyRow, head *entityHead) inbox.Applied {
-	if head == nil {
-		return inbox.Applied{Outcome: inbox.ApplyNone}
-	}
-	tie := head.found && r.order == head.order
-	if head.found && r.order < head.order {
-		return inbox.Applied{Outcome: inbox.ApplyStale, From: head.state, To: head.state}
-	}
-	if tie && id < head.event {
-		return inbox.Applied{Outcome: inbox.ApplyUnchanged, From: head.state, To: head.state, Tie: true}
-	}
-	res := inbox.Applied{Outcome: inbox.ApplyUnchanged, From: head.state, To: r.state, Tie: tie}
-	if head.state != r.state {
-		res.Outcome, res.Transition = inbox.ApplyApplied, true
-	}
-	*head = entityHead{found: true, dirty: true, version: r.version, order: r.order, state: r.state, event: id}
-	return res
-}
-
 // readApplyRows reads the entity fields and recorded results of ids,
 // locking the events in id order so that two transactions applying one
 // event take turns and the second sees the first's recorded result.
-func readApplyRows(ctx context.Context, tx pgx.Tx, ids []int64) (map[int64]*applyRow, error) {
+func readApplyRows(ctx context.Context, tx pgx.Tx, ids []int64) (map[int64]*inbox.ApplyRow, error) {
 	rows, err := tx.Query(ctx, `SELECT id, tenant, entity_type, entity_id, entity_version,
 		entity_order, entity_state, apply_outcome, apply_from, apply_to, apply_transition, apply_tie
 		FROM inbox_events WHERE id = ANY($1) ORDER BY id FOR UPDATE`, ids)
@@ -137,21 +68,21 @@ func readApplyRows(ctx context.Context, tx pgx.Tx, ids []int64) (map[int64]*appl
 		return nil, err
 	}
 	defer rows.Close()
-	out := make(map[int64]*applyRow, len(ids))
+	out := make(map[int64]*inbox.ApplyRow, len(ids))
 	for rows.Next() {
 		var (
 			id      int64
-			r       applyRow
+			r       inbox.ApplyRow
 			applied inbox.Applied
 			outcome string
 		)
-		if err := rows.Scan(&id, &r.key.tenant, &r.key.typ, &r.key.id, &r.version, &r.order, &r.state,
+		if err := rows.Scan(&id, &r.Key.Tenant, &r.Key.Type, &r.Key.ID, &r.Version, &r.Order, &r.State,
 			&outcome, &applied.From, &applied.To, &applied.Transition, &applied.Tie); err != nil {
 			return nil, err
 		}
 		if outcome != "" {
 			applied.Outcome = inbox.ApplyOutcome(outcome)
-			r.recorded = &applied
+			r.Recorded = &applied
 		}
 		out[id] = &r
 	}
@@ -163,13 +94,13 @@ const headsQuery = `SELECT tenant, type, id, version, ord, state, event_id FROM 
 	WHERE (tenant, type, id) IN (SELECT * FROM unnest($1::text[], $2::text[], $3::text[]))`
 
 // readHeads locks the entities of heads and reads the stored ones.
-func readHeads(ctx context.Context, tx pgx.Tx, heads map[entityKey]*entityHead) error {
+func readHeads(ctx context.Context, tx pgx.Tx, heads map[inbox.EntityKey]*inbox.Head) error {
 	if len(heads) == 0 {
 		return nil
 	}
 	var tenants, types, ids []string
 	for k := range heads {
-		tenants, types, ids = append(tenants, k.tenant), append(types, k.typ), append(ids, k.id)
+		tenants, types, ids = append(tenants, k.Tenant), append(types, k.Type), append(ids, k.ID)
 	}
 	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(k) FROM (
 		SELECT DISTINCT hashtextextended(t || chr(1) || y || chr(1) || i, 0) AS k
@@ -184,10 +115,10 @@ func readHeads(ctx context.Context, tx pgx.Tx, heads map[entityKey]*entityHead) 
 	defer rows.Close()
 	for rows.Next() {
 		var (
-			k entityKey
-			h = entityHead{found: true}
+			k inbox.EntityKey
+			h = inbox.Head{Found: true}
 		)
-		if err := rows.Scan(&k.tenant, &k.typ, &k.id, &h.version, &h.order, &h.state, &h.event); err != nil {
+		if err := rows.Scan(&k.Tenant, &k.Type, &k.ID, &h.Version, &h.Order, &h.State, &h.Event); err != nil {
 			return err
 		}
 		*heads[k] = h
@@ -196,17 +127,17 @@ func readHeads(ctx context.Context, tx pgx.Tx, heads map[entityKey]*entityHead) 
 }
 
 // writeHeads upserts the entities Apply moved on, in one statement.
-func writeHeads(ctx context.Context, tx pgx.Tx, now any, heads map[entityKey]*entityHead) error {
+func writeHeads(ctx context.Context, tx pgx.Tx, now any, heads map[inbox.EntityKey]*inbox.Head) error {
 	var (
 		tenants, types, ids, versions, states []string
 		orders, events                        []int64
 	)
 	for k, h := range heads {
-		if !h.dirty {
+		if !h.Dirty {
 			continue
 		}
-		tenants, types, ids = append(tenants, k.tenant), append(types, k.typ), append(ids, k.id)
-		versions, orders, states, events = append(versions, h.version), append(orders, h.order), append(states, h.state), append(events, h.event)
+		tenants, types, ids = append(tenants, k.Tenant), append(types, k.Type), append(ids, k.ID)
+		versions, orders, states, events = append(versions, h.Version), append(orders, h.Order), append(states, h.State), append(events, h.Event)
 	}
 	if len(ids) == 0 {
 		return nil

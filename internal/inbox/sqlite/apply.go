@@ -1,43 +1,20 @@
 package sqlite
 
 import (
-	"cmp"
 	"context"
 	"database/sql"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 
 	"github.com/hookgate/hookgate/internal/inbox"
-	"github.com/hookgate/hookgate/internal/sqlitedb"
 )
-
-// applyRow is what Apply reads of a stored event: its entity fields and
-// the result recorded by an earlier Apply.
-type applyRow struct {
-	tenant, typ, entityID string
-	version               string
-	order                 int64
-	state                 string
-	recorded              *inbox.Applied
-}
-
-// entityKey names one entity.
-type entityKey struct{ tenant, typ, id string }
-
-// entityHead is what the version guard compares against: the stored
-// order and state, and the event that wrote them.
-type entityHead struct {
-	found bool
-	order int64
-	state string
-	event int64
-}
 
 // Apply implements inbox.Store. The entity fields are read from the stored
 // events, not from the arguments, so only the events' ids matter; an
-// unknown id fails the whole call with inbox.ErrNotFound.
+// unknown id fails the whole call with inbox.ErrNotFound. The results are
+// decided in id order in memory (inbox.DecideAll), then each entity moved
+// on is written once and each result recorded.
 func (s *Store) Apply(ctx context.Context, events []inbox.Event) ([]inbox.Applied, error) {
 	if len(events) == 0 {
 		return nil, nil
@@ -46,36 +23,38 @@ func (s *Store) Apply(ctx context.Context, events []inbox.Event) ([]inbox.Applie
 	for i := range events {
 		ids[i] = events[i].ID
 	}
-	order := make([]int, len(events))
-	for i := range order {
-		order[i] = i
-	}
-	slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(ids[a], ids[b]) })
-
-	out := make([]inbox.Applied, len(events))
+	var out []inbox.Applied
 	err := s.process(ctx, "apply", func(tx *sql.Tx) error {
 		stored, err := s.readApplyRows(ctx, tx, ids)
 		if err != nil {
 			return err
 		}
-		a, err := newApplier(ctx, tx, s.db, s.now().UnixNano())
+		heads, err := inbox.HeadsToRead(ids, stored)
+		if err != nil {
+			return callerError{err}
+		}
+		if err := s.readHeads(ctx, tx, heads); err != nil {
+			return err
+		}
+		type result struct {
+			id int64
+			a  inbox.Applied
+		}
+		var results []result
+		out = inbox.DecideAll(ids, stored, heads, func(id int64, a inbox.Applied) { results = append(results, result{id, a}) })
+		if err := s.writeHeads(ctx, tx, heads); err != nil {
+			return err
+		}
+		record, err := s.db.Stmt(ctx, tx, `UPDATE events SET apply_outcome = ?, apply_from = ?,
+			apply_to = ?, apply_transition = ?, apply_tie = ? WHERE id = ?`)
 		if err != nil {
 			return err
 		}
-		defer a.close()
-		for _, i := range order {
-			row, ok := stored[ids[i]]
-			if !ok {
-				return callerError{fmt.Errorf("%w: %d", inbox.ErrNotFound, ids[i])}
+		defer record.Close()
+		for _, r := range results {
+			if _, err := record.ExecContext(ctx, string(r.a.Outcome), r.a.From, r.a.To, r.a.Transition, r.a.Tie, r.id); err != nil {
+				return err
 			}
-			if row.recorded == nil {
-				res, err := a.apply(ids[i], row)
-				if err != nil {
-					return err
-				}
-				row.recorded = &res
-			}
-			out[i] = *row.recorded
 		}
 		return nil
 	})
@@ -86,8 +65,8 @@ func (s *Store) Apply(ctx context.Context, events []inbox.Event) ([]inbox.Applie
 }
 
 // readApplyRows reads the entity fields and recorded results of ids.
-func (s *Store) readApplyRows(ctx context.Context, tx *sql.Tx, ids []int64) (map[int64]*applyRow, error) {
-	rows := make(map[int64]*applyRow, len(ids))
+func (s *Store) readApplyRows(ctx context.Context, tx *sql.Tx, ids []int64) (map[int64]*inbox.ApplyRow, error) {
+	rows := make(map[int64]*inbox.ApplyRow, len(ids))
 	read, err := s.db.Stmt(ctx, tx, `SELECT id, tenant, entity_type, entity_id, entity_version,
 		entity_order, entity_state, apply_outcome, apply_from, apply_to, apply_transition, apply_tie
 		FROM events WHERE id IN (SELECT value FROM json_each(?))`)
@@ -102,18 +81,18 @@ func (s *Store) readApplyRows(ctx context.Context, tx *sql.Tx, ids []int64) (map
 		for got.Next() {
 			var (
 				id      int64
-				r       applyRow
+				r       inbox.ApplyRow
 				applied inbox.Applied
 				outcome string
 			)
-			if err := got.Scan(&id, &r.tenant, &r.typ, &r.entityID, &r.version, &r.order, &r.state,
+			if err := got.Scan(&id, &r.Key.Tenant, &r.Key.Type, &r.Key.ID, &r.Version, &r.Order, &r.State,
 				&outcome, &applied.From, &applied.To, &applied.Transition, &applied.Tie); err != nil {
 				got.Close()
 				return nil, err
 			}
 			if outcome != "" {
 				applied.Outcome = inbox.ApplyOutcome(outcome)
-				r.recorded = &applied
+				r.Recorded = &applied
 			}
 			rows[id] = &r
 		}
@@ -125,98 +104,52 @@ func (s *Store) readApplyRows(ctx context.Context, tx *sql.Tx, ids []int64) (map
 	return rows, nil
 }
 
-// applier applies events one by one inside one transaction, remembering
-// the entities it has read or written, so several events of one entity in
-// a batch each see the one before.
-type applier struct {
-	ctx                  context.Context
-	now                  int64
-	read, upsert, record *sql.Stmt
-	heads                map[entityKey]entityHead
+// readHeads reads the stored entities among heads.
+func (s *Store) readHeads(ctx context.Context, tx *sql.Tx, heads map[inbox.EntityKey]*inbox.Head) error {
+	if len(heads) == 0 {
+		return nil
+	}
+	read, err := s.db.Stmt(ctx, tx, `SELECT version, ord, state, event_id FROM entities
+		WHERE tenant = ? AND type = ? AND id = ?`)
+	if err != nil {
+		return err
+	}
+	defer read.Close()
+	for k, h := range heads {
+		err := read.QueryRowContext(ctx, k.Tenant, k.Type, k.ID).Scan(&h.Version, &h.Order, &h.State, &h.Event)
+		switch {
+		case err == nil:
+			h.Found = true
+		case !errors.Is(err, sql.ErrNoRows):
+			return err
+		}
+	}
+	return nil
 }
 
-func newApplier(ctx context.Context, tx *sql.Tx, db *sqlitedb.DB, now int64) (*applier, error) {
-	a := &applier{ctx: ctx, now: now, heads: map[entityKey]entityHead{}}
-	var err error
-	if a.read, err = db.Stmt(ctx, tx, `SELECT ord, state, event_id FROM entities
-		WHERE tenant = ? AND type = ? AND id = ?`); err != nil {
-		return nil, err
+// writeHeads upserts the entities Apply moved on.
+func (s *Store) writeHeads(ctx context.Context, tx *sql.Tx, heads map[inbox.EntityKey]*inbox.Head) error {
+	if len(heads) == 0 {
+		return nil
 	}
-	if a.upsert, err = db.Stmt(ctx, tx, `INSERT INTO entities
+	upsert, err := s.db.Stmt(ctx, tx, `INSERT INTO entities
 		(tenant, type, id, version, ord, state, event_id, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT (tenant, type, id) DO UPDATE SET version = excluded.version, ord = excluded.ord,
-		state = excluded.state, event_id = excluded.event_id, updated_at = excluded.updated_at`); err != nil {
-		a.close()
-		return nil, err
+		state = excluded.state, event_id = excluded.event_id, updated_at = excluded.updated_at`)
+	if err != nil {
+		return err
 	}
-	if a.record, err = db.Stmt(ctx, tx, `UPDATE events SET apply_outcome = ?, apply_from = ?,
-		apply_to = ?, apply_transition = ?, apply_tie = ? WHERE id = ?`); err != nil {
-		a.close()
-		return nil, err
-	}
-	return a, nil
-}
-
-func (a *applier) close() {
-	for _, st := range []*sql.Stmt{a.read, a.upsert, a.record} {
-		if st != nil {
-			st.Close()
+	defer upsert.Close()
+	now := s.now().UnixNano()
+	for k, h := range heads {
+		if !h.Dirty {
+			continue
+		}
+		if _, err := upsert.ExecContext(ctx, k.Tenant, k.Type, k.ID, h.Version, h.Order, h.State, h.Event, now); err != nil {
+			return err
 		}
 	}
-}
-
-// apply runs the version guard for event id and records its result. Only
-// a strictly older version is stale; an equal one is a tie, applied in
-// arrival order: it writes the entity unless an event that arrived after
-// it (a larger id) with the same version already has, whose state then
-// stands, as if the two had been applied in id order.
-func (a *applier) apply(id int64, r *applyRow) (inbox.Applied, error) {
-	res := inbox.Applied{Outcome: inbox.ApplyNone}
-	if r.entityID != "" {
-		key := entityKey{r.tenant, r.typ, r.entityID}
-		head, err := a.head(key)
-		if err != nil {
-			return res, err
-		}
-		tie := head.found && r.order == head.order
-		switch {
-		case head.found && r.order < head.order:
-			res = inbox.Applied{Outcome: inbox.ApplyStale, From: head.state, To: head.state}
-		case tie && id < head.event:
-			res = inbox.Applied{Outcome: inbox.ApplyUnchanged, From: head.state, To: head.state, Tie: true}
-		default:
-			if _, err := a.upsert.ExecContext(a.ctx, key.tenant, key.typ, key.id, r.version,
-				r.order, r.state, id, a.now); err != nil {
-				return res, err
-			}
-			a.heads[key] = entityHead{found: true, order: r.order, state: r.state, event: id}
-			res = inbox.Applied{Outcome: inbox.ApplyUnchanged, From: head.state, To: r.state, Tie: tie}
-			if head.state != r.state {
-				res.Outcome, res.Transition = inbox.ApplyApplied, true
-			}
-		}
-	}
-	if _, err := a.record.ExecContext(a.ctx, string(res.Outcome), res.From, res.To, res.Transition, res.Tie, id); err != nil {
-		return res, err
-	}
-	return res, nil
-}
-
-// head returns the stored order and state of an entity, and the event
-// that wrote them.
-func (a *applier) head(key entityKey) (entityHead, error) {
-	if h, ok := a.heads[key]; ok {
-		return h, nil
-	}
-	h := entityHead{found: true}
-	err := a.read.QueryRowContext(a.ctx, key.tenant, key.typ, key.id).Scan(&h.order, &h.state, &h.event)
-	if errors.Is(err, sql.ErrNoRows) {
-		h = entityHead{}
-	} else if err != nil {
-		return h, err
-	}
-	a.heads[key] = h
-	return h, nil
+	return nil
 }
 
 // Entity implements inbox.Store.
