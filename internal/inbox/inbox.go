@@ -397,36 +397,6 @@ type Backend interface {
 	Close() error
 }
 
-// Leader is implemented by backends that several nodes share: the node
-// that holds the lead runs the periodic sweep, the others skip it. A
-// backend of one node (SQLite) does not implement it, and always sweeps.
-type Leader interface {
-	// Lead reports whether this node holds the lead, taking it when
-	// nobody does. A node that dies or loses its connection gives it up,
-	// and another node's next Lead takes it.
-	Lead(ctx context.Context) (bool, error)
-}
-
-// WriteChecker is implemented by backends that can show a write would
-// succeed now: readiness asks it while the last write to the store failed,
-// so that a node whose database came back is ready again before any event
-// is sent to it.
-type WriteChecker interface {
-	// CheckWrite writes and commits a row of the backend's own.
-	CheckWrite(ctx context.Context) error
-}
-
-// Watcher is implemented by backends that several nodes share, so that a
-// node's workers wake when any node stores new events rather than at their
-// next poll.
-type Watcher interface {
-	// Watch calls wake soon after new events are committed, by this node
-	// or another, until ctx ends. A notification may be lost (a dropped
-	// connection); wake is then called when watching resumes, and the
-	// workers' poll remains the fallback. Watch returns when ctx ends.
-	Watch(ctx context.Context, wake func()) error
-}
-
 // LaneHolder is implemented by backends in which an operator can hold a
 // lane: stop its deliveries until released, on every node at once.
 type LaneHolder interface {

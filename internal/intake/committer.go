@@ -52,17 +52,8 @@ type CommitterOptions struct {
 	StoreTimeout time.Duration
 }
 
-// DuplicateCounter is a store that counts duplicates it did not see: the
-// ones the committer answered from its memory of recent keys or from the
-// Redis front, so that the store's duplicate counts (stats, /api/stats)
-// include them. The committer
-// adds them up and hands them over at most once a second, and at Close.
-type DuplicateCounter interface {
-	CountDuplicates(ctx context.Context, bySource map[string]int64) error
-}
-
 // countEvery is how often the committer hands the duplicates it answered
-// from memory to a DuplicateCounter.
+// from memory to an inbox.DuplicateCounter.
 const countEvery = time.Second
 
 // Committer is the group commit in front of an inbox: it collects the
@@ -121,16 +112,6 @@ type Acceptor interface {
 	Accept(ctx context.Context, items []inbox.Item) ([]inbox.Outcome, error)
 }
 
-// ParallelAcceptor is an Acceptor that takes several batches at once to
-// advantage (a client-server database, where one batch's round trip and
-// commit can overlap another's). The committer runs AcceptWriters writers;
-// a store without it gets one, which is what a single-writer engine such
-// as SQLite can use.
-type ParallelAcceptor interface {
-	Acceptor
-	AcceptWriters() int
-}
-
 // pending is one event on its way into the store.
 type pending struct {
 	item    inbox.Item
@@ -176,13 +157,13 @@ func NewCommitter(store Acceptor, opts CommitterOptions) *Committer {
 		c.recent = newRecent(opts.RecentKeys)
 	}
 	writers := 1
-	if p, ok := store.(ParallelAcceptor); ok && p.AcceptWriters() > 1 {
+	if p, ok := store.(inbox.ParallelAcceptor); ok && p.AcceptWriters() > 1 {
 		writers = p.AcceptWriters()
 	}
 	for range writers {
 		c.writers.Go(c.run)
 	}
-	counter, _ := store.(DuplicateCounter)
+	counter, _ := store.(inbox.DuplicateCounter)
 	if counter != nil && (c.recent != nil || c.front != nil) {
 		c.writers.Go(func() { c.countRemembered(counter) })
 	}
@@ -196,7 +177,7 @@ func NewCommitter(store Acceptor, opts CommitterOptions) *Committer {
 // countRemembered hands the duplicates answered from memory to counter
 // every countEvery, and once more when the committer closes. Counts it
 // could not hand over are kept for the next round.
-func (c *Committer) countRemembered(counter DuplicateCounter) {
+func (c *Committer) countRemembered(counter inbox.DuplicateCounter) {
 	tick := time.NewTicker(countEvery)
 	defer tick.Stop()
 	for {

@@ -19,7 +19,7 @@ import (
 // its stats.
 type statsStore interface {
 	intake.Acceptor
-	intake.DuplicateCounter
+	inbox.DuplicateCounter
 	Stats(ctx context.Context) (inbox.Stats, error)
 }
 
@@ -73,7 +73,7 @@ func TestRememberedDuplicatesAreCounted(t *testing.T) {
 // countingAcceptor counts the items Accept is asked about.
 type countingAcceptor struct {
 	intake.Acceptor
-	intake.DuplicateCounter
+	inbox.DuplicateCounter
 	items atomic.Int64
 }
 

@@ -63,21 +63,25 @@ func NewFallback(in Acceptor, sp *Spool, opts FallbackOptions) *Fallback {
 	return &Fallback{inbox: in, spool: sp, opts: opts, wake: make(chan struct{}, 1)}
 }
 
-// AcceptWriters is the inbox's number of concurrent writers (see
-// intake.ParallelAcceptor).
+// The fallback is what intake writes through: it forwards the inbox's
+// capabilities intake uses.
+var (
+	_ inbox.ParallelAcceptor = (*Fallback)(nil)
+	_ inbox.DuplicateCounter = (*Fallback)(nil)
+)
+
+// AcceptWriters is the inbox's number of concurrent writers.
 func (f *Fallback) AcceptWriters() int {
-	if p, ok := f.inbox.(interface{ AcceptWriters() int }); ok {
+	if p, ok := f.inbox.(inbox.ParallelAcceptor); ok {
 		return p.AcceptWriters()
 	}
 	return 1
 }
 
 // CountDuplicates hands duplicates the intake answered from memory to the
-// inbox's counts, when it keeps them (see intake.DuplicateCounter).
+// inbox's counts, when it keeps them.
 func (f *Fallback) CountDuplicates(ctx context.Context, bySource map[string]int64) error {
-	if c, ok := f.inbox.(interface {
-		CountDuplicates(context.Context, map[string]int64) error
-	}); ok {
+	if c, ok := f.inbox.(inbox.DuplicateCounter); ok {
 		return c.CountDuplicates(ctx, bySource)
 	}
 	return nil

@@ -42,7 +42,9 @@ func (c counts) save(ctx context.Context, tx pgx.Tx) error {
 	return err
 }
 
-// CountDuplicates implements intake.DuplicateCounter: it adds duplicates
+var _ inbox.DuplicateCounter = (*Store)(nil)
+
+// CountDuplicates implements inbox.DuplicateCounter: it adds duplicates
 // answered before they reached the store to the sources' counts, and to
 // their minute's (duplicatesQuery).
 func (s *Store) CountDuplicates(ctx context.Context, bySource map[string]int64) error {

@@ -174,7 +174,9 @@ func setsExecMode(url string) bool {
 	return strings.Contains(url, "default_query_exec_mode=")
 }
 
-// AcceptWriters implements intake.ParallelAcceptor (see
+var _ inbox.ParallelAcceptor = (*Store)(nil)
+
+// AcceptWriters implements inbox.ParallelAcceptor (see
 // Options.AcceptWriters). The unique keys keep concurrent batches apart.
 func (s *Store) AcceptWriters() int { return s.writers }
 

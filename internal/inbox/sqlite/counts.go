@@ -3,9 +3,13 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+
+	"github.com/hookgate/hookgate/internal/inbox"
 )
 
-// CountDuplicates implements intake.DuplicateCounter: duplicates answered
+var _ inbox.DuplicateCounter = (*Store)(nil)
+
+// CountDuplicates implements inbox.DuplicateCounter: duplicates answered
 // before they reached the store (from intake's memory of recent keys, or
 // from the Redis front) are added to the sources' counts.
 func (s *Store) CountDuplicates(ctx context.Context, bySource map[string]int64) error {

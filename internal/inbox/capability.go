@@ -1,0 +1,56 @@
+package inbox
+
+import "context"
+
+// The optional capabilities of a backend, beside Store: callers find them
+// with a type assertion, and a wrapper of a store (the spool's fallback)
+// forwards them by these names. Incidents (incident.go), LaneHolder,
+// AttemptLog and ActivityReader (inbox.go) are the others.
+
+// Leader is implemented by backends that several nodes share: the node
+// that holds the lead runs the periodic sweep, the others skip it. A
+// backend of one node (SQLite) does not implement it, and always sweeps.
+type Leader interface {
+	// Lead reports whether this node holds the lead, taking it when
+	// nobody does. A node that dies or loses its connection gives it up,
+	// and another node's next Lead takes it.
+	Lead(ctx context.Context) (bool, error)
+}
+
+// WriteChecker is implemented by backends that can show a write would
+// succeed now: readiness asks it while the last write to the store failed,
+// so that a node whose database came back is ready again before any event
+// is sent to it.
+type WriteChecker interface {
+	// CheckWrite writes and commits a row of the backend's own.
+	CheckWrite(ctx context.Context) error
+}
+
+// Watcher is implemented by backends that several nodes share, so that a
+// node's workers wake when any node stores new events rather than at their
+// next poll.
+type Watcher interface {
+	// Watch calls wake soon after new events are committed, by this node
+	// or another, until ctx ends. A notification may be lost (a dropped
+	// connection); wake is then called when watching resumes, and the
+	// workers' poll remains the fallback. Watch returns when ctx ends.
+	Watch(ctx context.Context, wake func()) error
+}
+
+// DuplicateCounter is implemented by backends that count duplicates they
+// did not see: the ones intake answered from its memory of recent keys or
+// from the Redis front, so that the store's duplicate counts (stats,
+// /api/stats) include them. Intake adds them up and hands them over at
+// most once a second, and when it closes.
+type DuplicateCounter interface {
+	CountDuplicates(ctx context.Context, bySource map[string]int64) error
+}
+
+// ParallelAcceptor is implemented by backends that take several Accept
+// batches at once to advantage (a client-server database, where one
+// batch's round trip and commit can overlap another's): intake runs
+// AcceptWriters writers. A backend without it gets one, which is what a
+// single-writer engine such as SQLite can use.
+type ParallelAcceptor interface {
+	AcceptWriters() int
+}
