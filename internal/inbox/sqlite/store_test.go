@@ -452,3 +452,22 @@ func TestDurableWrites(t *testing.T) {
 	}
 	durable("InitSetting")
 }
+
+// Stores opened on one file race each other as the processes of one node
+// do (the CLI beside serve, a restart overlapping the old process): the
+// file's locks and the single writer keep the races the nodes suite
+// checks on PostgreSQL.
+func TestNodes(t *testing.T) {
+	t.Parallel()
+	inboxtest.ExerciseNodes(t, func(t *testing.T, clock *inboxtest.Clock) func() inbox.Store {
+		path := filepath.Join(t.TempDir(), "inbox.db")
+		return func() inbox.Store {
+			s, err := sqlite.Open(path, sqlite.Options{Now: clock.Now})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { s.Close() })
+			return s
+		}
+	})
+}
