@@ -1,9 +1,7 @@
 package postgres
 
 import (
-	"cmp"
 	"context"
-	"slices"
 
 	"github.com/jackc/pgx/v5/pgtype"
 
@@ -84,15 +82,7 @@ const pendingDeliveriesQuery = `SELECT source, destination, count(*) FROM inbox_
 // lanes returns the recorded lane states and the pending deliveries per
 // lane, by source then destination.
 func (s *Store) lanes(ctx context.Context) ([]inbox.LaneState, error) {
-	byLane := map[inbox.Lane]*inbox.LaneState{}
-	get := func(l inbox.Lane) *inbox.LaneState {
-		st := byLane[l]
-		if st == nil {
-			st = &inbox.LaneState{Lane: l, State: inbox.LaneHealthy}
-			byLane[l] = st
-		}
-		return st
-	}
+	byLane := inbox.LaneStates{}
 	rows, err := s.pool.Query(ctx, `SELECT source, destination, state, failures, until, last_error, changed_at, held FROM inbox_lanes`)
 	if err != nil {
 		return nil, err
@@ -109,7 +99,7 @@ func (s *Store) lanes(ctx context.Context) ([]inbox.LaneState, error) {
 			rows.Close()
 			return nil, err
 		}
-		st := get(l)
+		st := byLane.Get(l)
 		st.State, st.Failures, st.Until, st.LastError, st.Changed = state, failures, fromTS(until), lastErr, fromTS(changed)
 		st.Held = held
 	}
@@ -130,18 +120,11 @@ func (s *Store) lanes(ctx context.Context) ([]inbox.LaneState, error) {
 			rows.Close()
 			return nil, err
 		}
-		get(l).Pending = n
+		byLane.Get(l).Pending = n
 	}
 	rows.Close()
 	if err := rows.Err(); err != nil {
 		return nil, err
 	}
-	out := make([]inbox.LaneState, 0, len(byLane))
-	for _, st := range byLane {
-		out = append(out, *st)
-	}
-	slices.SortFunc(out, func(a, b inbox.LaneState) int {
-		return cmp.Or(cmp.Compare(a.Source, b.Source), cmp.Compare(a.Destination, b.Destination))
-	})
-	return out, nil
+	return byLane.Sorted(), nil
 }

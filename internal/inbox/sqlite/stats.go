@@ -1,11 +1,9 @@
 package sqlite
 
 import (
-	"cmp"
 	"context"
 	"database/sql"
 	"encoding/json"
-	"slices"
 	"time"
 
 	"github.com/hookgate/hookgate/dedupe"
@@ -112,15 +110,7 @@ const oldestDelivering = `SELECT received_at FROM events
 // lanes returns the recorded lane states and the pending deliveries per
 // lane, by source then destination.
 func (s *Store) lanes(ctx context.Context) ([]inbox.LaneState, error) {
-	byLane := map[inbox.Lane]*inbox.LaneState{}
-	get := func(l inbox.Lane) *inbox.LaneState {
-		st := byLane[l]
-		if st == nil {
-			st = &inbox.LaneState{Lane: l, State: inbox.LaneHealthy}
-			byLane[l] = st
-		}
-		return st
-	}
+	byLane := inbox.LaneStates{}
 	err := s.each(ctx, `SELECT source, destination, state, failures, until, last_error, changed_at, held FROM lanes`, func(rows *sql.Rows) error {
 		var (
 			l              inbox.Lane
@@ -132,7 +122,7 @@ func (s *Store) lanes(ctx context.Context) ([]inbox.LaneState, error) {
 		if err := rows.Scan(&l.Source, &l.Destination, &state, &failures, &until, &lastErr, &changed, &held); err != nil {
 			return err
 		}
-		st := get(l)
+		st := byLane.Get(l)
 		st.State, st.Failures, st.Until, st.LastError, st.Changed = state, failures, fromNanos(until), lastErr, fromNanos(changed)
 		st.Held = held
 		return nil
@@ -149,20 +139,13 @@ func (s *Store) lanes(ctx context.Context) ([]inbox.LaneState, error) {
 		if err := rows.Scan(&l.Source, &l.Destination, &n); err != nil {
 			return err
 		}
-		get(l).Pending = n
+		byLane.Get(l).Pending = n
 		return nil
 	})
 	if err != nil {
 		return nil, err
 	}
-	out := make([]inbox.LaneState, 0, len(byLane))
-	for _, st := range byLane {
-		out = append(out, *st)
-	}
-	slices.SortFunc(out, func(a, b inbox.LaneState) int {
-		return cmp.Or(cmp.Compare(a.Source, b.Source), cmp.Compare(a.Destination, b.Destination))
-	})
-	return out, nil
+	return byLane.Sorted(), nil
 }
 
 // each runs query with args and calls fn for every row.
