@@ -58,6 +58,27 @@ func (f Filter) Conditions(at func(time.Time) any) []Condition {
 	return cs
 }
 
+// Conditions are f's tests of an event row but for its ids and its
+// destination (FailedTo), which each backend writes with its own tables:
+// what Replay's WHERE clause is built from, as List's is from a Filter's.
+func (f ReplayFilter) Conditions(at func(time.Time) any) []Condition {
+	var cs []Condition
+	add := func(test string, v any) { cs = append(cs, Condition{test, v}) }
+	if f.Dead {
+		add("status =", string(StatusDead))
+	}
+	if f.Source != "" {
+		add("source =", f.Source)
+	}
+	if f.Tenant != "" {
+		add("tenant =", f.Tenant)
+	}
+	if !f.Since.IsZero() {
+		add("received_at >=", at(f.Since))
+	}
+	return cs
+}
+
 // PageSize is f.Limit, or DefaultLimit when it is zero.
 func (f Filter) PageSize() int {
 	if f.Limit <= 0 {

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -63,17 +64,8 @@ func replayPick(f inbox.ReplayFilter, page int) (string, []any) {
 		args = append(args, v)
 		cond = append(cond, c+" $"+strconv.Itoa(len(args)))
 	}
-	if f.Dead {
-		add("status =", string(inbox.StatusDead))
-	}
-	if f.Source != "" {
-		add("source =", f.Source)
-	}
-	if f.Tenant != "" {
-		add("tenant =", f.Tenant)
-	}
-	if !f.Since.IsZero() {
-		add("received_at >=", f.Since)
+	for _, c := range f.Conditions(func(t time.Time) any { return t }) {
+		add(c.Test, c.Arg)
 	}
 	if f.FailedTo != "" {
 		add(`EXISTS (SELECT 1 FROM inbox_deliveries d WHERE d.event_id = inbox_events.id AND d.status = 'failed'

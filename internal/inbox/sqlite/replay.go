@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/hookgate/hookgate/internal/inbox"
 )
@@ -44,21 +45,9 @@ func (s *Store) Replay(ctx context.Context, f inbox.ReplayFilter, progress func(
 
 // replayFilter turns f, except its ids, into SQL conditions.
 func replayFilter(f inbox.ReplayFilter) (cond []string, args []any) {
-	if f.Dead {
-		cond = append(cond, "status = ?")
-		args = append(args, string(inbox.StatusDead))
-	}
-	if f.Source != "" {
-		cond = append(cond, "source = ?")
-		args = append(args, f.Source)
-	}
-	if f.Tenant != "" {
-		cond = append(cond, "tenant = ?")
-		args = append(args, f.Tenant)
-	}
-	if !f.Since.IsZero() {
-		cond = append(cond, "received_at >= ?")
-		args = append(args, f.Since.UnixNano())
+	for _, c := range f.Conditions(func(t time.Time) any { return t.UnixNano() }) {
+		cond = append(cond, c.Test+" ?")
+		args = append(args, c.Arg)
 	}
 	if f.FailedTo != "" {
 		cond = append(cond, "EXISTS (SELECT 1 FROM deliveries WHERE event_id = events.id AND destination = ? AND status = 'failed')")
