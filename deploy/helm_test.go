@@ -58,7 +58,7 @@ type rendering struct {
 
 // render renders the chart as `helm install hookgate deploy/helm/hookgate
 // -f values.yaml --dry-run=client` does: values merged over the chart's,
-// the schema and kubeVersion checked, hooks split from the release's
+// the chart's kubeVersion checked, hooks split from the release's
 // resources. No cluster is asked.
 func render(valuesYAML string) (*rendering, error) {
 	ch, err := loader.Load(chartDir)
@@ -181,8 +181,8 @@ func (r *rendering) deployment(t *testing.T) *appsv1.Deployment {
 	return r.one(t, "Deployment", false).typed.(*appsv1.Deployment)
 }
 
-// configMaps are the chart's ConfigMaps: the nodes' and, on PostgreSQL,
-// the migration hook's.
+// configMap is the nodes' ConfigMap (!hook) or, on PostgreSQL, the
+// migration hook's (hook).
 func (r *rendering) configMap(t *testing.T, hook bool) *corev1.ConfigMap {
 	t.Helper()
 	return r.one(t, "ConfigMap", hook).typed.(*corev1.ConfigMap)
