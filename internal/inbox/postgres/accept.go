@@ -105,7 +105,7 @@ func (s *Store) Accept(ctx context.Context, items []inbox.Item) ([]inbox.Outcome
 	n := len(items)
 	rows, err := s.pool.Query(ctx, acceptQuery, append([]any{s.clock()}, args...)...)
 	if err != nil {
-		return nil, fail(ctx, "accept", err)
+		return nil, inbox.Fail(ctx, "accept", err)
 	}
 	defer rows.Close()
 	out := make([]inbox.Outcome, 0, n)
@@ -117,7 +117,7 @@ func (s *Store) Accept(ctx context.Context, items []inbox.Item) ([]inbox.Outcome
 			replay                      bool
 		)
 		if err := rows.Scan(&id, &first, &expires, &replay, &held, &until); err != nil {
-			return nil, fail(ctx, "accept", err)
+			return nil, inbox.Fail(ctx, "accept", err)
 		}
 		o := inbox.Outcome{Status: dedupe.New, ID: id.Int64, FirstSeen: fromTS(first), Expires: fromTS(expires)}
 		if !id.Valid {
@@ -133,10 +133,10 @@ func (s *Store) Accept(ctx context.Context, items []inbox.Item) ([]inbox.Outcome
 		out = append(out, o)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, fail(ctx, "accept", err)
+		return nil, inbox.Fail(ctx, "accept", err)
 	}
 	if len(out) != n {
-		return nil, fail(ctx, "accept", fmt.Errorf("%d outcomes for %d items", len(out), n))
+		return nil, inbox.Fail(ctx, "accept", fmt.Errorf("%d outcomes for %d items", len(out), n))
 	}
 	rows.Close()
 	// The batch is committed: a failure to read the times of raced

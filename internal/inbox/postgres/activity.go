@@ -40,7 +40,7 @@ func (s *Store) Activity(ctx context.Context, since time.Time, step time.Duratio
 	from := time.Unix(since.Unix()-since.Unix()%secs, 0)
 	rows, err := s.pool.Query(ctx, activityQuery, secs, from)
 	if err != nil {
-		return nil, fail(ctx, "activity", err)
+		return nil, inbox.Fail(ctx, "activity", err)
 	}
 	defer rows.Close()
 	var out []inbox.Activity
@@ -50,13 +50,13 @@ func (s *Store) Activity(ctx context.Context, since time.Time, step time.Duratio
 			a inbox.Activity
 		)
 		if err := rows.Scan(&b, &a.Received, &a.Duplicates, &a.Processed, &a.Dead); err != nil {
-			return nil, fail(ctx, "activity", err)
+			return nil, inbox.Fail(ctx, "activity", err)
 		}
 		a.Start = time.Unix(b*secs, 0).UTC()
 		out = append(out, a)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, fail(ctx, "activity", err)
+		return nil, inbox.Fail(ctx, "activity", err)
 	}
 	return out, nil
 }

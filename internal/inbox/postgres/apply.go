@@ -39,7 +39,7 @@ func (s *Store) Apply(ctx context.Context, events []inbox.Event) ([]inbox.Applie
 		}
 		heads, err := inbox.HeadsToRead(ids, stored)
 		if err != nil {
-			return callerError{err}
+			return inbox.CallerError{Err: err}
 		}
 		if err := readHeads(ctx, tx, heads); err != nil {
 			return err
@@ -190,7 +190,7 @@ func (s *Store) Entity(ctx context.Context, tenant, typ, id string) (inbox.Entit
 		return inbox.Entity{}, fmt.Errorf("inbox: entity %s: %w", strings.Join([]string{tenant, typ, id}, "/"), inbox.ErrNotFound)
 	}
 	if err != nil {
-		return inbox.Entity{}, fail(ctx, "entity", err)
+		return inbox.Entity{}, inbox.Fail(ctx, "entity", err)
 	}
 	e.UpdatedAt = fromTS(updated)
 	return e, nil

@@ -60,7 +60,7 @@ func (s *Store) CountDuplicates(ctx context.Context, bySource map[string]int64) 
 		return err
 	})
 	if err != nil {
-		return fail(ctx, "count duplicates", err)
+		return inbox.Fail(ctx, "count duplicates", err)
 	}
 	return nil
 }

@@ -24,13 +24,13 @@ func (s *Store) Deliveries(ctx context.Context, ids []int64) (map[int64]map[stri
 	}
 	rows, err := s.pool.Query(ctx, `SELECT `+deliveryColumns+` FROM inbox_deliveries WHERE event_id = ANY($1)`, ids)
 	if err != nil {
-		return nil, fail(ctx, "deliveries", err)
+		return nil, inbox.Fail(ctx, "deliveries", err)
 	}
 	defer rows.Close()
 	for rows.Next() {
 		d, err := scanDelivery(rows)
 		if err != nil {
-			return nil, fail(ctx, "deliveries", err)
+			return nil, inbox.Fail(ctx, "deliveries", err)
 		}
 		if out[d.EventID] == nil {
 			out[d.EventID] = map[string]inbox.Delivery{}
@@ -38,7 +38,7 @@ func (s *Store) Deliveries(ctx context.Context, ids []int64) (map[int64]map[stri
 		out[d.EventID][d.Destination] = d
 	}
 	if err := rows.Err(); err != nil {
-		return nil, fail(ctx, "deliveries", err)
+		return nil, inbox.Fail(ctx, "deliveries", err)
 	}
 	return out, nil
 }
@@ -236,7 +236,7 @@ func (s *Store) Attempts(ctx context.Context, id int64) ([]inbox.Attempt, error)
 	rows, err := s.pool.Query(ctx, `SELECT destination, at, duration, code, error, body
 		FROM inbox_attempts WHERE event_id = $1 ORDER BY seq`, id)
 	if err != nil {
-		return nil, fail(ctx, "attempts", err)
+		return nil, inbox.Fail(ctx, "attempts", err)
 	}
 	defer rows.Close()
 	var out []inbox.Attempt
@@ -247,13 +247,13 @@ func (s *Store) Attempts(ctx context.Context, id int64) ([]inbox.Attempt, error)
 			dur int64
 		)
 		if err := rows.Scan(&a.Destination, &at, &dur, &a.Code, &a.Error, &a.Body); err != nil {
-			return nil, fail(ctx, "attempts", err)
+			return nil, inbox.Fail(ctx, "attempts", err)
 		}
 		a.At, a.Duration = fromTS(at), time.Duration(dur)
 		out = append(out, a)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, fail(ctx, "attempts", err)
+		return nil, inbox.Fail(ctx, "attempts", err)
 	}
 	return out, nil
 }
@@ -266,7 +266,7 @@ func (s *Store) SetLaneState(ctx context.Context, st inbox.LaneState) error {
 		until = excluded.until, last_error = excluded.last_error, changed_at = excluded.changed_at`,
 		st.Source, st.Destination, st.State, st.Failures, ts(st.Until), text(st.LastError), ts(st.Changed))
 	if err != nil {
-		return fail(ctx, "lane state", err)
+		return inbox.Fail(ctx, "lane state", err)
 	}
 	return nil
 }

@@ -24,7 +24,7 @@ func (s *Store) HoldLane(ctx context.Context, lane inbox.Lane, held bool) error 
 		ON CONFLICT (source, destination) DO UPDATE SET held = excluded.held`,
 		lane.Source, lane.Destination, inbox.LaneHealthy, held)
 	if err != nil {
-		return fail(ctx, "hold lane", err)
+		return inbox.Fail(ctx, "hold lane", err)
 	}
 	return nil
 }
@@ -35,7 +35,7 @@ func (s *Store) RecentAttempts(ctx context.Context, destination string, limit in
 	rows, err := s.pool.Query(ctx, `SELECT event_id, destination, at, duration, code, error, body
 		FROM inbox_attempts WHERE destination = $1 ORDER BY seq DESC LIMIT $2`, destination, limit)
 	if err != nil {
-		return nil, fail(ctx, "recent attempts", err)
+		return nil, inbox.Fail(ctx, "recent attempts", err)
 	}
 	defer rows.Close()
 	var out []inbox.Attempt
@@ -46,13 +46,13 @@ func (s *Store) RecentAttempts(ctx context.Context, destination string, limit in
 			dur int64
 		)
 		if err := rows.Scan(&a.EventID, &a.Destination, &at, &dur, &a.Code, &a.Error, &a.Body); err != nil {
-			return nil, fail(ctx, "recent attempts", err)
+			return nil, inbox.Fail(ctx, "recent attempts", err)
 		}
 		a.At, a.Duration = fromTS(at), time.Duration(dur)
 		out = append(out, a)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, fail(ctx, "recent attempts", err)
+		return nil, inbox.Fail(ctx, "recent attempts", err)
 	}
 	return out, nil
 }

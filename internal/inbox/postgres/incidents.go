@@ -168,19 +168,19 @@ func (s *Store) ListIncidents(ctx context.Context, all bool, limit int) ([]inbox
 	}
 	rows, err := s.pool.Query(ctx, listIncidents, limit, all)
 	if err != nil {
-		return nil, fail(ctx, "list incidents", err)
+		return nil, inbox.Fail(ctx, "list incidents", err)
 	}
 	defer rows.Close()
 	var out []inbox.Incident
 	for rows.Next() {
 		inc, err := scanIncident(rows)
 		if err != nil {
-			return nil, fail(ctx, "list incidents", err)
+			return nil, inbox.Fail(ctx, "list incidents", err)
 		}
 		out = append(out, inc)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, fail(ctx, "list incidents", err)
+		return nil, inbox.Fail(ctx, "list incidents", err)
 	}
 	return out, nil
 }
@@ -226,11 +226,11 @@ func (s *Store) Notices(ctx context.Context, id int64) ([]inbox.Notice, error) {
 	rows, err := s.pool.Query(ctx, `SELECT `+noticeColumns+` FROM inbox_incident_notices
 		WHERE incident_id = $1 ORDER BY id`, id)
 	if err != nil {
-		return nil, fail(ctx, "notices", err)
+		return nil, inbox.Fail(ctx, "notices", err)
 	}
 	out, err := collectNotices(rows)
 	if err != nil {
-		return nil, fail(ctx, "notices", err)
+		return nil, inbox.Fail(ctx, "notices", err)
 	}
 	return out, nil
 }
@@ -261,11 +261,11 @@ func (s *Store) LeaseNotices(ctx context.Context, owner string, n int, now time.
 	}
 	rows, err := s.pool.Query(ctx, leaseNotices, now, text(owner), micros(d), n)
 	if err != nil {
-		return nil, fail(ctx, "lease notices", err)
+		return nil, inbox.Fail(ctx, "lease notices", err)
 	}
 	out, err := collectNotices(rows)
 	if err != nil {
-		return nil, fail(ctx, "lease notices", err)
+		return nil, inbox.Fail(ctx, "lease notices", err)
 	}
 	slices.SortFunc(out, func(a, b inbox.Notice) int { return cmp.Compare(a.ID, b.ID) })
 	return out, nil
@@ -287,7 +287,7 @@ func (s *Store) FinishNotice(ctx context.Context, owner string, id int64, sent b
 	}
 	tag, err := s.pool.Exec(ctx, finishNotice, id, text(owner), inbox.NoticeStatus(sent, retry), ts(retry), text(errText), s.clock())
 	if err != nil {
-		return fail(ctx, "finish notice", err)
+		return inbox.Fail(ctx, "finish notice", err)
 	}
 	if tag.RowsAffected() == 0 {
 		return fmt.Errorf("inbox: finish notice %d: %w", id, inbox.ErrNotOwner)

@@ -63,13 +63,13 @@ func (s *Store) Lead(ctx context.Context) (bool, error) {
 	}
 	conn, err := pgx.ConnectConfig(ctx, s.session.Copy())
 	if err != nil {
-		return false, fail(ctx, "lead", err)
+		return false, inbox.Fail(ctx, "lead", err)
 	}
 	var held bool
 	if err := conn.QueryRow(ctx, "SELECT pg_try_advisory_lock($1)", int64(leaderLock)).Scan(&held); err != nil || !held {
 		conn.Close(context.WithoutCancel(ctx))
 		if err != nil {
-			return false, fail(ctx, "lead", err)
+			return false, inbox.Fail(ctx, "lead", err)
 		}
 		return false, nil
 	}
@@ -95,7 +95,7 @@ func (s *Store) leaseLead(ctx context.Context) (bool, error) {
 	case errors.Is(err, pgx.ErrNoRows):
 		return false, nil
 	case err != nil:
-		return false, fail(ctx, "lead", err)
+		return false, inbox.Fail(ctx, "lead", err)
 	}
 	return held, nil
 }

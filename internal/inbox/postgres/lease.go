@@ -42,11 +42,11 @@ func (s *Store) Lease(ctx context.Context, owner string, n int, d time.Duration)
 	}
 	rows, err := s.pool.Query(ctx, leaseQuery, s.clock(), owner, micros(d), n)
 	if err != nil {
-		return nil, fail(ctx, "lease", err)
+		return nil, inbox.Fail(ctx, "lease", err)
 	}
 	events, err := collectEvents(rows)
 	if err != nil {
-		return nil, fail(ctx, "lease", err)
+		return nil, inbox.Fail(ctx, "lease", err)
 	}
 	slices.SortFunc(events, func(a, b inbox.Event) int { return cmp.Compare(a.ID, b.ID) })
 	return events, nil

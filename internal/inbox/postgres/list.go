@@ -22,11 +22,11 @@ func (s *Store) List(ctx context.Context, f inbox.Filter) ([]inbox.Event, error)
 	q, args := listQuery(f)
 	rows, err := s.pool.Query(ctx, q, append([]any{pgx.QueryExecModeExec}, args...)...)
 	if err != nil {
-		return nil, fail(ctx, "list", err)
+		return nil, inbox.Fail(ctx, "list", err)
 	}
 	events, err := collectEvents(rows)
 	if err != nil {
-		return nil, fail(ctx, "list", err)
+		return nil, inbox.Fail(ctx, "list", err)
 	}
 	return events, nil
 }

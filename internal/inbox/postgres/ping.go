@@ -11,7 +11,7 @@ var _ inbox.Backend = (*Store)(nil)
 // Ping implements inbox.Backend: a connection of the pool answers a query.
 func (s *Store) Ping(ctx context.Context) error {
 	if err := s.pool.Ping(ctx); err != nil {
-		return fail(ctx, "ping", err)
+		return inbox.Fail(ctx, "ping", err)
 	}
 	return nil
 }
@@ -21,7 +21,7 @@ func (s *Store) Ping(ctx context.Context) error {
 func (s *Store) CheckWrite(ctx context.Context) error {
 	if _, err := s.pool.Exec(ctx, `INSERT INTO inbox_settings (name, value) VALUES ('write_check', now()::text)
 		ON CONFLICT (name) DO UPDATE SET value = excluded.value`); err != nil {
-		return fail(ctx, "check write", err)
+		return inbox.Fail(ctx, "check write", err)
 	}
 	return nil
 }

@@ -6,6 +6,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/hookgate/hookgate/internal/inbox"
 )
 
 // migrationLock is the key of the advisory lock migrate holds, so that
@@ -258,7 +260,7 @@ func migrateTo(ctx context.Context, pool *pgxpool.Pool, steps []string) error {
 func (s *Store) SchemaVersion(ctx context.Context) (int, error) {
 	var v int
 	if err := s.pool.QueryRow(ctx, `SELECT coalesce(max(version), 0) FROM inbox_schema_migrations`).Scan(&v); err != nil {
-		return 0, fail(ctx, "schema version", err)
+		return 0, inbox.Fail(ctx, "schema version", err)
 	}
 	return v, nil
 }

@@ -23,7 +23,7 @@ func (s *Store) Stats(ctx context.Context) (inbox.Stats, error) {
 	rows, err := s.pool.Query(ctx, `SELECT source, counter, sum(n)::bigint FROM inbox_counts
 		GROUP BY source, counter HAVING sum(n) <> 0`)
 	if err != nil {
-		return inbox.Stats{}, fail(ctx, "stats", err)
+		return inbox.Stats{}, inbox.Fail(ctx, "stats", err)
 	}
 	for rows.Next() {
 		var (
@@ -32,7 +32,7 @@ func (s *Store) Stats(ctx context.Context) (inbox.Stats, error) {
 		)
 		if err := rows.Scan(&source, &counter, &n); err != nil {
 			rows.Close()
-			return inbox.Stats{}, fail(ctx, "stats", err)
+			return inbox.Stats{}, inbox.Fail(ctx, "stats", err)
 		}
 		ss, ok := st.Sources[source]
 		if !ok {
@@ -53,15 +53,15 @@ func (s *Store) Stats(ctx context.Context) (inbox.Stats, error) {
 	}
 	rows.Close()
 	if err := rows.Err(); err != nil {
-		return inbox.Stats{}, fail(ctx, "stats", err)
+		return inbox.Stats{}, inbox.Fail(ctx, "stats", err)
 	}
 	var oldest pgtype.Timestamptz
 	if err := s.pool.QueryRow(ctx, oldestQuery).Scan(&oldest); err != nil {
-		return inbox.Stats{}, fail(ctx, "stats", err)
+		return inbox.Stats{}, inbox.Fail(ctx, "stats", err)
 	}
 	st.OldestPending = fromTS(oldest)
 	if st.Lanes, err = s.lanes(ctx); err != nil {
-		return inbox.Stats{}, fail(ctx, "stats", err)
+		return inbox.Stats{}, inbox.Fail(ctx, "stats", err)
 	}
 	return st, nil
 }

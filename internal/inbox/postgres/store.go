@@ -14,7 +14,6 @@ import (
 	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/hookgate/hookgate/dedupe"
 	"github.com/hookgate/hookgate/internal/inbox"
 )
 
@@ -99,7 +98,7 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 	}
 	viaPooler, err := pooled(ctx, cfg.ConnConfig.Copy())
 	if err != nil {
-		return nil, fail(ctx, "open", err)
+		return nil, inbox.Fail(ctx, "open", err)
 	}
 	switch {
 	case viaPooler && !setsExecMode(url):
@@ -145,7 +144,7 @@ func New(ctx context.Context, pool *pgxpool.Pool, opts Options) (*Store, error) 
 		s.leadFor = DefaultLeadFor
 	}
 	if err := migrate(ctx, pool); err != nil {
-		return nil, fail(ctx, "open: migrate", err)
+		return nil, inbox.Fail(ctx, "open: migrate", err)
 	}
 	return s, nil
 }
@@ -206,37 +205,10 @@ func (s *Store) clock() any {
 // fail.
 func (s *Store) tx(ctx context.Context, op string, fn func(pgx.Tx) error) error {
 	if err := pgx.BeginFunc(ctx, s.pool, fn); err != nil {
-		return fail(ctx, op, err)
+		return inbox.Fail(ctx, op, err)
 	}
 	return nil
 }
-
-// fail wraps an error of operation op. Errors that are the caller's (an
-// ended context, an invalid argument, an unknown id) keep their own
-// identity; anything else came from the database and wraps
-// dedupe.ErrUnavailable.
-func fail(ctx context.Context, op string, err error) error {
-	if cerr := ctx.Err(); cerr != nil {
-		if errors.Is(err, cerr) {
-			return fmt.Errorf("inbox: %s: %w", op, err)
-		}
-		return fmt.Errorf("inbox: %s: %w (%v)", op, cerr, err)
-	}
-	var caller callerError
-	if errors.As(err, &caller) {
-		return fmt.Errorf("inbox: %s: %w", op, caller.err)
-	}
-	if errors.Is(err, dedupe.ErrUnavailable) {
-		return fmt.Errorf("inbox: %s: %w", op, err)
-	}
-	return fmt.Errorf("inbox: %s: %w: %w", op, dedupe.ErrUnavailable, err)
-}
-
-// callerError marks an error inside a transaction that the caller caused,
-// so fail does not report it as the store being unavailable.
-type callerError struct{ err error }
-
-func (e callerError) Error() string { return e.err.Error() }
 
 // text is s as PostgreSQL's text can hold it: NUL and bytes that are not
 // UTF-8 become U+FFFD. A sender can put either in a key part (a JSON
@@ -332,7 +304,7 @@ func (s *Store) Get(ctx context.Context, id int64) (inbox.Event, error) {
 		return e, fmt.Errorf("%w: %d", inbox.ErrNotFound, id)
 	}
 	if err != nil {
-		return e, fail(ctx, "get", err)
+		return e, inbox.Fail(ctx, "get", err)
 	}
 	return e, nil
 }
@@ -356,11 +328,11 @@ func collectEvents(rows pgx.Rows) ([]inbox.Event, error) {
 func (s *Store) InitSetting(ctx context.Context, name, value string) (string, error) {
 	if _, err := s.pool.Exec(ctx, `INSERT INTO inbox_settings (name, value) VALUES ($1, $2)
 		ON CONFLICT (name) DO NOTHING`, name, value); err != nil {
-		return "", fail(ctx, "init setting", err)
+		return "", inbox.Fail(ctx, "init setting", err)
 	}
 	var v string
 	if err := s.pool.QueryRow(ctx, `SELECT value FROM inbox_settings WHERE name = $1`, name).Scan(&v); err != nil {
-		return "", fail(ctx, "read setting", err)
+		return "", inbox.Fail(ctx, "read setting", err)
 	}
 	return v, nil
 }

@@ -45,11 +45,11 @@ func (s *Store) Sweep(ctx context.Context, processedBefore time.Time) (inbox.Swe
 		}
 	}
 	if _, err := s.pool.Exec(ctx, foldCounts); err != nil {
-		return res, fail(ctx, "sweep counts", err)
+		return res, inbox.Fail(ctx, "sweep counts", err)
 	}
 	if _, err := s.pool.Exec(ctx, `DELETE FROM inbox_duplicates WHERE minute < coalesce($1::timestamptz, now()) - $2::bigint * interval '1 microsecond'`,
 		s.clock(), micros(inbox.ActivityKept)); err != nil {
-		return res, fail(ctx, "sweep duplicates", err)
+		return res, inbox.Fail(ctx, "sweep duplicates", err)
 	}
 	return res, nil
 }
@@ -60,7 +60,7 @@ func (s *Store) sweepExpired(ctx context.Context, table, column string, removed 
 	for {
 		tag, err := s.pool.Exec(ctx, sweepExpiredQuery(table, column), s.clock(), sweepChunk)
 		if err != nil {
-			return fail(ctx, "sweep "+table, err)
+			return inbox.Fail(ctx, "sweep "+table, err)
 		}
 		*removed += int(tag.RowsAffected())
 		if tag.RowsAffected() < sweepChunk {

@@ -49,7 +49,7 @@ func (s *Store) Activity(ctx context.Context, since time.Time, step time.Duratio
 		return nil
 	}, int64(step), from, from/int64(time.Minute))
 	if err != nil {
-		return nil, fail(ctx, "activity", err)
+		return nil, inbox.Fail(ctx, "activity", err)
 	}
 	return out, nil
 }

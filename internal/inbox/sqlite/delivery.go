@@ -19,7 +19,7 @@ func (s *Store) Deliveries(ctx context.Context, ids []int64) (map[int64]map[stri
 	for lo := 0; lo < len(ids); lo += idChunk {
 		chunk := ids[lo:min(lo+idChunk, len(ids))]
 		if err := s.readDeliveries(ctx, chunk, out); err != nil {
-			return nil, fail(ctx, "deliveries", err)
+			return nil, inbox.Fail(ctx, "deliveries", err)
 		}
 	}
 	return out, nil
@@ -283,7 +283,7 @@ func (s *Store) Attempts(ctx context.Context, id int64) ([]inbox.Attempt, error)
 	rows, err := s.db.QueryContext(ctx, `SELECT destination, at, duration, code, error, body
 		FROM attempts WHERE event_id = ? ORDER BY seq`, id)
 	if err != nil {
-		return nil, fail(ctx, "attempts", err)
+		return nil, inbox.Fail(ctx, "attempts", err)
 	}
 	defer rows.Close()
 	var out []inbox.Attempt
@@ -291,13 +291,13 @@ func (s *Store) Attempts(ctx context.Context, id int64) ([]inbox.Attempt, error)
 		a := inbox.Attempt{EventID: id}
 		var at, dur int64
 		if err := rows.Scan(&a.Destination, &at, &dur, &a.Code, &a.Error, &a.Body); err != nil {
-			return nil, fail(ctx, "attempts", err)
+			return nil, inbox.Fail(ctx, "attempts", err)
 		}
 		a.At, a.Duration = fromNanos(at), time.Duration(dur)
 		out = append(out, a)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, fail(ctx, "attempts", err)
+		return nil, inbox.Fail(ctx, "attempts", err)
 	}
 	return out, nil
 }

@@ -45,7 +45,7 @@ func (s *Store) RecentAttempts(ctx context.Context, destination string, limit in
 		return nil
 	}, destination, limit)
 	if err != nil {
-		return nil, fail(ctx, "recent attempts", err)
+		return nil, inbox.Fail(ctx, "recent attempts", err)
 	}
 	return out, nil
 }

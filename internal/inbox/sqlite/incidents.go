@@ -160,19 +160,19 @@ func (s *Store) ListIncidents(ctx context.Context, all bool, limit int) ([]inbox
 	}
 	rows, err := s.db.QueryContext(ctx, listIncidents, limit, all)
 	if err != nil {
-		return nil, fail(ctx, "list incidents", err)
+		return nil, inbox.Fail(ctx, "list incidents", err)
 	}
 	defer rows.Close()
 	var out []inbox.Incident
 	for rows.Next() {
 		inc, err := scanIncident(rows)
 		if err != nil {
-			return nil, fail(ctx, "list incidents", err)
+			return nil, inbox.Fail(ctx, "list incidents", err)
 		}
 		out = append(out, inc)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, fail(ctx, "list incidents", err)
+		return nil, inbox.Fail(ctx, "list incidents", err)
 	}
 	return out, nil
 }
@@ -209,11 +209,11 @@ func (s *Store) Notices(ctx context.Context, id int64) ([]inbox.Notice, error) {
 	rows, err := s.db.QueryContext(ctx, `SELECT `+noticeColumns+` FROM incident_notices
 		WHERE incident_id = ? ORDER BY id`, id)
 	if err != nil {
-		return nil, fail(ctx, "notices", err)
+		return nil, inbox.Fail(ctx, "notices", err)
 	}
 	out, err := collectNotices(rows)
 	if err != nil {
-		return nil, fail(ctx, "notices", err)
+		return nil, inbox.Fail(ctx, "notices", err)
 	}
 	return out, nil
 }

@@ -13,19 +13,19 @@ func (s *Store) List(ctx context.Context, f inbox.Filter) ([]inbox.Event, error)
 	q, args := listQuery(f)
 	rows, err := s.db.QueryContext(ctx, q, args...)
 	if err != nil {
-		return nil, unavailable("list", err)
+		return nil, inbox.Unavailable("list", err)
 	}
 	defer rows.Close()
 	var events []inbox.Event
 	for rows.Next() {
 		e, err := scanEvent(rows)
 		if err != nil {
-			return nil, unavailable("list", err)
+			return nil, inbox.Unavailable("list", err)
 		}
 		events = append(events, e)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, unavailable("list", err)
+		return nil, inbox.Unavailable("list", err)
 	}
 	return events, nil
 }

@@ -11,7 +11,7 @@ var _ inbox.Backend = (*Store)(nil)
 // Ping implements inbox.Backend: the database file answers a query.
 func (s *Store) Ping(ctx context.Context) error {
 	if err := s.db.PingContext(ctx); err != nil {
-		return fail(ctx, "ping", err)
+		return inbox.Fail(ctx, "ping", err)
 	}
 	return nil
 }

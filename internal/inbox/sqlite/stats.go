@@ -39,7 +39,7 @@ func (s *Store) Stats(ctx context.Context) (inbox.Stats, error) {
 		return nil
 	})
 	if err != nil {
-		return inbox.Stats{}, fail(ctx, "stats", err)
+		return inbox.Stats{}, inbox.Fail(ctx, "stats", err)
 	}
 	err = s.each(ctx, `SELECT source, accepted, duplicates FROM counters`, func(rows *sql.Rows) error {
 		var name string
@@ -53,7 +53,7 @@ func (s *Store) Stats(ctx context.Context) (inbox.Stats, error) {
 		return nil
 	})
 	if err != nil {
-		return inbox.Stats{}, fail(ctx, "stats", err)
+		return inbox.Stats{}, inbox.Fail(ctx, "stats", err)
 	}
 	var oldest, delivering sql.NullInt64
 	err = s.each(ctx, pendingQuery, func(rows *sql.Rows) error {
@@ -75,10 +75,10 @@ func (s *Store) Stats(ctx context.Context) (inbox.Stats, error) {
 		return nil
 	})
 	if err != nil {
-		return inbox.Stats{}, fail(ctx, "stats", err)
+		return inbox.Stats{}, inbox.Fail(ctx, "stats", err)
 	}
 	if err := s.db.QueryRowContext(ctx, oldestDelivering).Scan(&delivering); err != nil {
-		return inbox.Stats{}, fail(ctx, "stats", err)
+		return inbox.Stats{}, inbox.Fail(ctx, "stats", err)
 	}
 	for _, ss := range st.Sources {
 		st.Pending += ss.ByStatus[inbox.StatusDelivering]
@@ -88,7 +88,7 @@ func (s *Store) Stats(ctx context.Context) (inbox.Stats, error) {
 	}
 	st.OldestPending = fromNanos(oldest.Int64)
 	if st.Lanes, err = s.lanes(ctx); err != nil {
-		return inbox.Stats{}, fail(ctx, "stats", err)
+		return inbox.Stats{}, inbox.Fail(ctx, "stats", err)
 	}
 	return st, nil
 }

@@ -99,13 +99,6 @@ func (s *Store) Close() error {
 	return nil
 }
 
-func unavailable(op string, err error) error {
-	if errors.Is(err, dedupe.ErrUnavailable) {
-		return fmt.Errorf("inbox: %s: %w", op, err)
-	}
-	return fmt.Errorf("inbox: %s: %w: %w", op, dedupe.ErrUnavailable, err)
-}
-
 // Accept implements inbox.Store. Keys are claimed and committed in one
 // statement per window (the transaction is the lease), and the new events
 // are inserted with multi-row statements: the per-event work inside the
@@ -268,7 +261,7 @@ func (s *Store) Get(ctx context.Context, id int64) (inbox.Event, error) {
 		return e, fmt.Errorf("%w: %d", inbox.ErrNotFound, id)
 	}
 	if err != nil {
-		return e, unavailable("get", err)
+		return e, inbox.Unavailable("get", err)
 	}
 	return e, nil
 }
@@ -285,7 +278,7 @@ func (s *Store) InitSetting(ctx context.Context, name, value string) (string, er
 	}
 	var v string
 	if err := s.db.QueryRowContext(ctx, `SELECT value FROM settings WHERE name = ?`, name).Scan(&v); err != nil {
-		return "", unavailable("read setting", err)
+		return "", inbox.Unavailable("read setting", err)
 	}
 	return v, nil
 }

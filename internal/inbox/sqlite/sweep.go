@@ -18,7 +18,7 @@ func (s *Store) Sweep(ctx context.Context, processedBefore time.Time) (inbox.Swe
 	keys, err := s.keys.Sweep(ctx)
 	res.Keys = keys
 	if err != nil {
-		return res, fail(ctx, "sweep keys", err)
+		return res, inbox.Fail(ctx, "sweep keys", err)
 	}
 	now := s.now().UnixNano()
 	for {

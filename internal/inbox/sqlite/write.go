@@ -3,10 +3,10 @@ package sqlite
 import (
 	"context"
 	"database/sql"
-	"errors"
-	"fmt"
 	"strings"
 	"time"
+
+	"github.com/hookgate/hookgate/internal/inbox"
 )
 
 // idChunk is how many ids one statement binds; it stays far below
@@ -17,7 +17,7 @@ const idChunk = 500
 // database's turn, committed if fn succeeds.
 func (s *Store) write(ctx context.Context, op string, fn func(*sql.Tx) error) error {
 	if err := s.db.Write(ctx, fn); err != nil {
-		return fail(ctx, op, err)
+		return inbox.Fail(ctx, op, err)
 	}
 	return nil
 }
@@ -31,34 +31,10 @@ func (s *Store) write(ctx context.Context, op string, fn func(*sql.Tx) error) er
 // their fsync.
 func (s *Store) process(ctx context.Context, op string, fn func(*sql.Tx) error) error {
 	if err := s.db.WriteLazy(ctx, fn); err != nil {
-		return fail(ctx, op, err)
+		return inbox.Fail(ctx, op, err)
 	}
 	return nil
 }
-
-// fail wraps an error of operation op. Errors that are the caller's (an
-// ended context, an invalid argument, an unknown id) keep their own
-// identity; anything else came from the database and wraps
-// dedupe.ErrUnavailable.
-func fail(ctx context.Context, op string, err error) error {
-	if cerr := ctx.Err(); cerr != nil {
-		if errors.Is(err, cerr) {
-			return fmt.Errorf("inbox: %s: %w", op, err)
-		}
-		return fmt.Errorf("inbox: %s: %w (%v)", op, cerr, err)
-	}
-	var caller callerError
-	if errors.As(err, &caller) {
-		return fmt.Errorf("inbox: %s: %w", op, caller.err)
-	}
-	return unavailable(op, err)
-}
-
-// callerError marks an error inside a transaction that the caller caused,
-// so fail does not report it as the store being unavailable.
-type callerError struct{ err error }
-
-func (e callerError) Error() string { return e.err.Error() }
 
 // nanos is t in Unix nanoseconds, 0 for the zero time.
 func nanos(t time.Time) int64 {
