@@ -314,8 +314,21 @@ type Destination struct {
 	// Name identifies the destination in delivery records and metrics:
 	// lower-case letters, digits, '_' and '-'; unique within its source.
 	Name string `yaml:"name"`
-	// URL is the absolute http or https URL events are POSTed to.
+	// URL is the absolute http or https URL events are POSTed to, or a
+	// broker's (nats://, amqp://, amqps://, kafka://): its scheme chooses
+	// the destination's kind (see [Destination.Kind]).
 	URL string `yaml:"url"`
+	// Subject is a NATS destination's subject; Exchange and RoutingKey a
+	// RabbitMQ destination's (RoutingKey "{source}.{type}" when absent);
+	// Topic a Kafka destination's. Each may hold {source}, {tenant} and
+	// {type}, filled per event.
+	Subject    string `yaml:"subject,omitempty"`
+	Exchange   string `yaml:"exchange,omitempty"`
+	RoutingKey string `yaml:"routing_key,omitempty"`
+	Topic      string `yaml:"topic,omitempty"`
+	// Password is a broker's password, by reference; the user is the
+	// URL's.
+	Password Secret `yaml:"password,omitempty"`
 	// Secret is the Standard Webhooks signing secret (whsec_ and base64);
 	// unset, deliveries are not signed.
 	Secret Secret `yaml:"secret,omitempty"`
@@ -482,6 +495,7 @@ func parse(data []byte, dir string, lookupEnv func(string) (string, bool)) (Conf
 			d := &s.Destinations[j]
 			path := fmt.Sprintf("sources[%d].destinations[%d]", i, j)
 			resolve(path+".secret", &d.Secret)
+			resolve(path+".password", &d.Password)
 			for _, name := range slices.Sorted(maps.Keys(d.Headers)) {
 				v := d.Headers[name]
 				resolve(path+".headers."+name, &v.secret)
@@ -541,6 +555,9 @@ func (d *Destination) setDefaults(unset func(key string, zero bool) bool) {
 	}
 	if unset("pause_for", d.PauseFor == 0) {
 		d.PauseFor = DefaultPauseFor
+	}
+	if d.Kind() == KindRabbitMQ && unset("routing_key", d.RoutingKey == "") {
+		d.RoutingKey = "{source}.{type}"
 	}
 }
 

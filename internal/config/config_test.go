@@ -400,7 +400,7 @@ func TestParseErrors(t *testing.T) {
 		{"schema a directory", src("    provider: github\n    secret: env:GITHUB_SECRET\n    schema: testdata\n"),
 			[]string{"sources[0].schema: \"testdata\": not a regular file"}, ErrInvalid},
 		{"unknown destination key", dest(destURL + "        retries: 3\n"),
-			[]string{"line 8: sources[0].destinations[0].retries: unknown field; want one of: name, url, secret, on, types, headers, " +
+			[]string{"line 8: sources[0].destinations[0].retries: unknown field; want one of: name, url, subject, exchange, routing_key, topic, password, secret, on, types, headers, " +
 				"timeout, max_attempts, retry_initial, retry_max_delay, max_in_flight, pause_after, pause_for"}, ErrInvalid},
 		{"destination key in another case", dest(destURL + "        maxAttempts: 3\n"),
 			[]string{"line 8: sources[0].destinations[0].maxAttempts: unknown field; did you mean max_attempts?"}, ErrInvalid},

@@ -454,9 +454,7 @@ func (d Destination) check() []*FieldError {
 	if !sourceName.MatchString(d.Name) {
 		add("name", "%q: want lower-case letters, digits, '_' and '-'", d.Name)
 	}
-	if problem := urlProblem(d.URL); problem != "" {
-		add("url", "%s: want an absolute http or https URL (the URL is not shown: its path, query or user may hold a token)", problem)
-	}
+	d.checkKind(add)
 	if v := d.Secret.Value(); v != "" && !validWebhookSecret(v) {
 		add("secret", "%w: want a Standard Webhooks secret, whsec_ and base64 (the value is not shown)", ErrSecret)
 	}

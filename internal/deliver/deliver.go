@@ -55,12 +55,21 @@ type Destination struct {
 
 // Message is one event as a destination receives it.
 type Message struct {
-	// WebhookID is the webhook-id header: the event's key.
+	// WebhookID is the webhook-id header: the event's key. A broker's
+	// sender sends it as the message's id (Nats-Msg-Id, MessageId, a
+	// header), so that the broker's own dedupe sees one event once.
 	WebhookID   string
 	Payload     []byte
 	ContentType string
 	// Headers are sent as they are (the X-Hookgate-* headers).
 	Headers map[string]string
+	// Source, Tenant and Type are the event's, for a broker's subject,
+	// routing key or topic (config.Fill) and its headers.
+	Source, Tenant, Type string
+	// OrderKey keeps one entity's events together where the kind can (a
+	// Kafka record key, so that they share a partition): the entity
+	// (tenant/type/id), or the webhook id for an event without one.
+	OrderKey string
 }
 
 // Outcome is how one attempt ended.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -89,6 +90,9 @@ type Server struct {
 	// alerts opens incidents and notifies them; nil when the store keeps
 	// none.
 	alerts *alert.Engine
+	// senders are the broker destinations' connections, closed with the
+	// spool and the front.
+	senders []io.Closer
 }
 
 // New builds a gateway from cfg, which must be valid (see
@@ -131,11 +135,13 @@ func New(cfg config.Config, opts Options) (*Server, error) {
 		}
 		s.sources = append(s.sources, src)
 	}
-	wsources, err := workerSources(cfg, opts)
+	wsources, err := s.workerSources(cfg, opts)
 	if err != nil {
+		s.closeSenders()
 		return nil, err
 	}
 	if as, ok, err := alertSource(cfg, opts); err != nil {
+		s.closeSenders()
 		return nil, err
 	} else if ok {
 		wsources[as.Name] = as
@@ -250,6 +256,7 @@ func (s *Server) openDedupe(cfg config.Config, opts Options) (intake.Acceptor, e
 // them; only the first call does.
 func (s *Server) closeDedupe() {
 	s.closeOnce.Do(func() {
+		s.closeSenders()
 		if s.spool != nil {
 			s.spool.Close()
 		}
@@ -257,6 +264,16 @@ func (s *Server) closeDedupe() {
 			s.front.Close()
 		}
 	})
+}
+
+// closeSenders closes the broker destinations' connections.
+func (s *Server) closeSenders() {
+	for _, c := range s.senders {
+		if err := c.Close(); err != nil {
+			s.log.Warn("closing a destination", "err", err)
+		}
+	}
+	s.senders = nil
 }
 
 // ready is what /readyz checks: the last write to the store succeeded, or
@@ -283,8 +300,9 @@ func (s *Server) ready(ctx context.Context) error {
 }
 
 // workerSources turns the configured sources into what workers need:
-// compiled schemas and signing destinations.
-func workerSources(cfg config.Config, opts Options) (map[string]worker.Source, error) {
+// compiled schemas and signing destinations, and the senders of broker
+// destinations, which it opens (Close closes them).
+func (s *Server) workerSources(cfg config.Config, opts Options) (map[string]worker.Source, error) {
 	out := make(map[string]worker.Source, len(cfg.Sources))
 	for _, sc := range cfg.Sources {
 		ws := worker.Source{Name: sc.Name}
@@ -320,6 +338,16 @@ func workerSources(cfg config.Config, opts Options) (map[string]worker.Source, e
 					return nil, fmt.Errorf("source %s destination %s: %w", sc.Name, dc.Name, err)
 				}
 				d.Signer = signer
+			}
+			if dc.Kind() != config.KindHTTP {
+				sender, err := deliver.Open(dc)
+				if err != nil {
+					return nil, fmt.Errorf("source %s: %w", sc.Name, err)
+				}
+				d.Sender = sender
+				if c, ok := sender.(io.Closer); ok {
+					s.senders = append(s.senders, c)
+				}
 			}
 			ws.Destinations = append(ws.Destinations, d)
 		}

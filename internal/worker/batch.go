@@ -271,7 +271,12 @@ func message(ev *inbox.Event, a inbox.Applied) deliver.Message {
 	if a.Tie {
 		h["X-Hookgate-Tie"] = "true"
 	}
-	return deliver.Message{WebhookID: ev.Hash.String(), Payload: ev.Payload, ContentType: contentType(ev), Headers: h}
+	m := deliver.Message{WebhookID: ev.Hash.String(), Payload: ev.Payload, ContentType: contentType(ev), Headers: h,
+		Source: ev.Source, Tenant: ev.Tenant, Type: ev.Type, OrderKey: ev.Hash.String()}
+	if ev.EntityID != "" {
+		m.OrderKey = ev.Tenant + "/" + ev.EntityType + "/" + ev.EntityID
+	}
+	return m
 }
 
 // contentType is the event's Content-Type as received; when intake did not

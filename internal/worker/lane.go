@@ -16,9 +16,12 @@ import (
 // fails fills its own max_in_flight and opens its own circuit, and never
 // holds a delivery of another lane.
 type lane struct {
-	p     *Pool
-	key   inbox.Lane
-	dest  Destination
+	p    *Pool
+	key  inbox.Lane
+	dest Destination
+	// send makes the lane's attempts: dest.Sender, or the pool's Client
+	// posting to dest.
+	send  deliver.Sender
 	limit int
 	// wake tells the dispatcher that deliveries may be due (an event of
 	// this lane was finished by a worker of this node).
@@ -53,8 +56,12 @@ func newLane(p *Pool, src string, d Destination) *lane {
 	if n <= 0 {
 		n = DefaultMaxInFlight
 	}
+	send := d.Sender
+	if send == nil {
+		send = p.opts.Client.Sender(d.Destination)
+	}
 	return &lane{
-		p: p, key: inbox.Lane{Source: src, Destination: d.Name}, dest: d, limit: n,
+		p: p, key: inbox.Lane{Source: src, Destination: d.Name}, dest: d, send: send, limit: n,
 		wake:    make(chan struct{}, 1),
 		circuit: circuit{state: inbox.LaneHealthy},
 	}
@@ -267,7 +274,10 @@ func (l *lane) attempt(ctx context.Context, t inbox.Task) (r result) {
 	if t.Event.Applied != nil {
 		applied = *t.Event.Applied
 	}
-	out := l.p.opts.Client.Deliver(ctx, l.dest.Destination, message(&t.Event, applied))
+	out := l.send.Send(ctx, message(&t.Event, applied))
+	if out.Duration == 0 {
+		out.Duration = l.p.opts.Now().Sub(at)
+	}
 	r.done.Attempt.Duration, r.done.Attempt.Code, r.done.Attempt.Body = out.Duration, out.Code, out.Body
 	if out.Delivered {
 		r.done.Status = inbox.DeliveryDelivered

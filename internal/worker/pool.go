@@ -60,6 +60,9 @@ const (
 // Destination is a destination with its processing policy.
 type Destination struct {
 	deliver.Destination
+	// Sender makes its attempts; nil means the pool's Client posting to
+	// Destination (HTTP). A broker's is opened by deliver.Open.
+	Sender deliver.Sender
 	// On is OnEvent (also when empty), OnTransition or OnAll. A stale
 	// event (older than the entity's state) goes only to OnAll
 	// destinations.
