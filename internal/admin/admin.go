@@ -65,7 +65,7 @@ func New(opts Options) (http.Handler, error) {
 	mux.Handle("/api/dead", a.route(http.MethodGet, a.listDead))
 	mux.Handle("/api/replay", a.route(http.MethodPost, a.replay))
 	mux.Handle("/api/stats", a.route(http.MethodGet, a.stats))
-	mux.Handle("/", a.route("", func(_ http.ResponseWriter, r *http.Request) error {
+	mux.Handle("/api/", a.route("", func(_ http.ResponseWriter, r *http.Request) error {
 		return &httpError{code: http.StatusNotFound, msg: "no such route: " + r.URL.Path}
 	}))
 	lim := guard.New(guard.Options{What: "admin api", Logger: a.log, Now: opts.Now})

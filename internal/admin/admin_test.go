@@ -513,6 +513,16 @@ func TestReplay(t *testing.T) {
 	if r.Replayed != 1 {
 		t.Errorf("ids replayed %d, want 1", r.Replayed)
 	}
+	// Days, as the command line's --since takes them: the four events
+	// came within the last 7 days, none within the last 0d0h5m.
+	b.want(http.MethodPost, "/api/replay", `{"since": "7d"}`, http.StatusOK, &r)
+	if r.Replayed != 4 {
+		t.Errorf("since 7d replayed %d, want 4", r.Replayed)
+	}
+	b.want(http.MethodPost, "/api/replay", `{"since": "0d5m"}`, http.StatusOK, &r)
+	if r.Replayed != 0 {
+		t.Errorf("since 0d5m replayed %d, want 0", r.Replayed)
+	}
 	b.want(http.MethodPost, "/api/replay", `{"all": true}`, http.StatusOK, &r)
 	if r.Replayed != 4 {
 		t.Errorf("all replayed %d, want 4", r.Replayed)
@@ -524,8 +534,9 @@ func TestReplay(t *testing.T) {
 		`{"redeliver": true}`:     `no filter`,
 		`{"dead": "yes"}`:         "cannot unmarshal",
 		`{"dead": true, "x": 1}`:  `unknown field "x"`,
-		`{"since": "1d"}`:         `since "1d"`,
+		`{"since": "1w"}`:         `since "1w"`,
 		`{"since": "-1h"}`:        `since "-1h"`,
+		`{"since": "-2d"}`:        `since "-2d"`,
 		`{"ids": [0]}`:            "ids: 0",
 		`{"dead": true} {}`:       "one JSON object",
 		`[1, 2]`:                  "cannot unmarshal",

@@ -17,7 +17,7 @@
 // ID (still newest first), and "next" is then the after= of the next
 // page. payload=base64 puts an event's body in payload_base64 byte for
 // byte, where payload would re-encode a JSON body. A replay takes
-// {"dead", "source", "tenant", "since": "24h", "ids": [...],
+// {"dead", "source", "tenant", "since": "24h" or "7d", "ids": [...],
 // "redeliver", "destination", "all"} and answers
 // {"replayed": N}; like `hookgate replay` it refuses a request that
 // selects nothing unless "all" is true, and a "destination" without

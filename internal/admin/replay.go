@@ -7,14 +7,17 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/hookgate/hookgate/internal/config"
 	"github.com/hookgate/hookgate/internal/inbox"
 )
 
 // replayRequest is the body of POST /api/replay.
 type replayRequest struct {
-	Dead      bool    `json:"dead"`
-	Source    string  `json:"source"`
-	Tenant    string  `json:"tenant"`
+	Dead   bool   `json:"dead"`
+	Source string `json:"source"`
+	Tenant string `json:"tenant"`
+	// Since is how far back to replay: a duration such as 24h, 7d or
+	// 1d12h, as the command line's --since takes it.
 	Since     string  `json:"since"`
 	IDs       []int64 `json:"ids"`
 	Redeliver bool    `json:"redeliver"`
@@ -47,9 +50,9 @@ func (a *api) replay(w http.ResponseWriter, r *http.Request) error {
 	f := inbox.ReplayFilter{Dead: req.Dead, Source: req.Source, Tenant: req.Tenant, IDs: req.IDs,
 		Redeliver: req.Redeliver, Destination: req.Destination}
 	if req.Since != "" {
-		d, err := time.ParseDuration(req.Since)
+		d, err := config.ParseDuration(req.Since)
 		if err != nil || d <= 0 {
-			return badRequest("since %q: want a positive duration such as 24h", req.Since)
+			return badRequest("since %q: want a positive duration such as 24h or 7d", req.Since)
 		}
 		f.Since = time.Now().Add(-d)
 	}

@@ -43,6 +43,9 @@ type Lane struct {
 	Changed time.Time `json:"changed,omitzero"`
 	// Pending counts the lane's deliveries not yet delivered or failed.
 	Pending int `json:"pending"`
+	// Held is true while an operator holds the lane (the console's
+	// Pause): none of its deliveries is made, whatever State says.
+	Held bool `json:"held,omitempty"`
 }
 
 // SourceStats are one source's counts.
@@ -62,7 +65,7 @@ func NewStats(s inbox.Stats, now time.Time) Stats {
 	out := Stats{Sources: make(map[string]SourceStats, len(s.Sources)), Pending: s.Pending, Lanes: make([]Lane, len(s.Lanes))}
 	for i, l := range s.Lanes {
 		out.Lanes[i] = Lane{Source: l.Source, Destination: l.Destination, State: l.State, Failures: l.Failures,
-			LastError: l.LastError, Changed: l.Changed, Pending: l.Pending}
+			LastError: l.LastError, Changed: l.Changed, Pending: l.Pending, Held: l.Held}
 		if l.State == inbox.LanePaused {
 			out.Lanes[i].Until = l.Until
 		}
