@@ -87,6 +87,7 @@ Without --config it serves a demo source on the embedded SQLite database
 		fmt.Fprintf(std.Stdout, "  source %-12s %-10s POST %s/in/%s\n", s.Name, s.Provider, base, s.Name)
 	}
 	fmt.Fprintln(std.Stdout, metricsLine(cfg, base))
+	fmt.Fprintln(std.Stdout, consoleLine(cfg, base))
 	if demo {
 		if err := printDemo(std, base, demoSecret, gw.Sources()[0]); err != nil {
 			ln.Close()
@@ -114,6 +115,21 @@ func metricsLine(cfg config.Config, base string) string {
 		return "  metrics GET " + base + "/metrics (metrics.public: open to anyone who reaches this listener)"
 	}
 	return "  metrics not served: set admin.listen, metrics.token or metrics.public: true"
+}
+
+// consoleLine says where the console is, if anywhere: on the operator's
+// listener (admin.listen) or the public one, only with admin.token.
+func consoleLine(cfg config.Config, base string) string {
+	switch {
+	case cfg.Admin.Token.Value() == "":
+		return "  console not served: set admin.token"
+	case cfg.Admin.Listen != "":
+		if b, err := listenBase(cfg.Admin.Listen); err == nil {
+			base = b
+		}
+		return "  console " + base + "/ui/ (admin.listen only; sign in with admin.token)"
+	}
+	return "  console " + base + "/ui/ (sign in with admin.token)"
 }
 
 func newStandardSecret() string {

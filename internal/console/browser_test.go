@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -93,15 +94,16 @@ func startGateway(t *testing.T, dest string) *gateway {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
+	var srv *httptest.Server
 	ui, err := console.New(console.Options{Store: store, Token: cfg.Admin.Token.Value(), Sources: cfg.Sources,
-		Context: ctx, SampleEvery: 100 * time.Millisecond, TailEvery: 50 * time.Millisecond})
+		Intake: func() string { return srv.Listener.Addr().String() }, TailEvery: 50 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/ui/", ui)
 	mux.Handle("/", gw.Handler())
-	srv := httptest.NewServer(mux)
+	srv = httptest.NewServer(mux)
 	done := make(chan error, 1)
 	go func() { done <- gw.Run(ctx) }()
 	t.Cleanup(func() {
@@ -282,12 +284,44 @@ func TestBrowser(t *testing.T) {
 
 	step(t, ctx, "open the overview", chromedp.Navigate(g.url+"/ui/"))
 	waitText(t, ctx, "hit rate")
-	waitText(t, ctx, "accepted 3")
+	waitText(t, ctx, "received 3")
+	waitText(t, ctx, "duplicates 1")
 	png := screenshot(t, ctx, shots, "overview")
 	if path := os.Getenv(ScreenshotEnv); path != "" {
 		if err := os.WriteFile(path, png, 0o644); err != nil {
 			t.Fatal(err)
 		}
+	}
+
+	// Pause the destination from its page: a new event waits, delivering,
+	// until it is resumed.
+	click(t, ctx, "open the destination", chromedp.CSS(`a[href="/ui/destinations/app"]`))
+	waitText(t, ctx, "Recent attempts")
+	waitText(t, ctx, "order <b>not</b> found")
+	click(t, ctx, "pause it", chromedp.CSS(`#hold button`))
+	waitText(t, ctx, "paused on every node")
+	g.send(t, "evt_held", "succeeded", http.StatusAccepted)
+	waitFor(t, "evt_held delivering", func() bool { _, st := g.eventID(t, "evt_held"); return st == inbox.StatusDelivering })
+	if dest.tookWith("evt_held") {
+		t.Fatal("a paused destination got an event")
+	}
+	screenshot(t, ctx, shots, "destination-paused")
+	click(t, ctx, "resume it", chromedp.CSS(`#hold button`))
+	waitText(t, ctx, "resumed")
+	waitFor(t, "evt_held delivered", func() bool { return dest.tookWith("evt_held") })
+
+	// Send the source's example event through the intake from the
+	// sources page, and see the intake's answer.
+	step(t, ctx, "open the sources", chromedp.Navigate(g.url+"/ui/sources"))
+	click(t, ctx, "send a test event", chromedp.CSS(`#source-stripe form.send-test button`))
+	waitText(t, ctx, "the intake answered 202 Accepted")
+	screenshot(t, ctx, shots, "sources-sent")
+	events, err := g.store.List(t.Context(), inbox.Filter{Source: "stripe", Limit: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.ContainsFunc(events, func(e inbox.Event) bool { return e.Type == "payment_intent.succeeded" }) {
+		t.Errorf("no test event stored: %+v", events)
 	}
 	t.Logf("screenshots in %s", shots)
 }

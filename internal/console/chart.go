@@ -3,7 +3,7 @@ package console
 import (
 	"context"
 	"fmt"
-	"log/slog"
+	"math"
 	"strings"
 	"sync"
 	"time"
@@ -11,113 +11,109 @@ import (
 	"github.com/hookgate/hookgate/internal/inbox"
 )
 
-// chartMinutes is how far back the charts go: a day, minute by minute.
-const chartMinutes = 24 * 60
+// How the charts read the store's activity. An interval is closed once it
+// ended settleFor ago (an accept that began before its end has committed
+// by then); a closed interval's counts are kept and not read again until
+// the cache is rereadEvery old, when a sweep or a replay may have changed
+// them. Each render reads only the intervals since the last closed one.
+const (
+	settleFor   = time.Minute
+	rereadEvery = 10 * time.Minute
+)
 
-// totals are the counters a chart follows, summed over the sources.
-type totals struct {
-	accepted, duplicates, processed int64
+// activityCache is one chart's intervals, read from the store.
+type activityCache struct {
+	reader inbox.ActivityReader
+	step   time.Duration
+	n      int
+
+	mu sync.Mutex
+	// closed holds the closed intervals read, by start (Unix seconds);
+	// through is where the closed intervals end, fullAt when they were
+	// last all read.
+	closed  map[int64]inbox.Activity
+	through time.Time
+	fullAt  time.Time
 }
 
-// minute is what happened in one minute.
-type minute struct {
-	// at is the minute, as Unix minutes.
-	at int64
-	totals
+func newActivityCache(r inbox.ActivityReader, step time.Duration, n int) *activityCache {
+	return &activityCache{reader: r, step: step, n: n, closed: map[int64]inbox.Activity{}}
 }
 
-// sampler reads the inbox's counters every minute and keeps, per minute of
-// the last day, how much each grew. The counters are the store's (shared
-// by every node on PostgreSQL), so the charts count the whole gateway; they
-// start when the console does.
-type sampler struct {
-	store inbox.Store
-	now   func() time.Time
-
-	mu   sync.Mutex
-	last *totals
-	// ring holds the minutes, indexed by Unix minute modulo its length.
-	ring [chartMinutes]minute
+// floorTo is t rounded down to a multiple of step since the Unix epoch.
+func floorTo(t time.Time, step time.Duration) time.Time {
+	s := int64(step / time.Second)
+	u := t.Unix()
+	return time.Unix(u-((u%s)+s)%s, 0).UTC()
 }
 
-func newSampler(store inbox.Store, now func() time.Time) *sampler {
-	return &sampler{store: store, now: now}
-}
-
-// run samples every period until ctx ends.
-func (s *sampler) run(ctx context.Context, every time.Duration, log *slog.Logger) {
-	tick := time.NewTicker(every)
-	defer tick.Stop()
-	for {
-		if err := s.sample(ctx); err != nil && ctx.Err() == nil {
-			log.Warn("console: reading counters for the charts", "err", err)
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-tick.C:
-		}
+// read returns the n intervals up to the one holding now, oldest first,
+// with zero counts where nothing happened.
+func (a *activityCache) read(ctx context.Context, now time.Time) ([]inbox.Activity, error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	first := floorTo(now, a.step).Add(-time.Duration(a.n-1) * a.step)
+	from := first
+	if now.Sub(a.fullAt) < rereadEvery && a.through.After(first) {
+		from = a.through
+	} else {
+		clear(a.closed)
+		a.fullAt = now
 	}
-}
-
-// sample reads the counters and adds their growth since the last sample
-// to the current minute. Processed counts events that became processed;
-// the sweep removing old ones makes it shrink, which counts as no growth.
-func (s *sampler) sample(ctx context.Context) error {
-	st, err := s.store.Stats(ctx)
+	got, err := a.reader.Activity(ctx, from, a.step)
 	if err != nil {
-		return err
+		a.fullAt = time.Time{}
+		return nil, err
 	}
-	var cur totals
-	for _, src := range st.Sources {
-		cur.accepted += src.Accepted
-		cur.duplicates += src.Duplicates
-		cur.processed += int64(src.ByStatus[inbox.StatusProcessed])
-	}
-	at := s.now().Unix() / 60
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.last != nil {
-		m := &s.ring[at%chartMinutes]
-		if m.at != at {
-			*m = minute{at: at}
-		}
-		m.accepted += max(cur.accepted-s.last.accepted, 0)
-		m.duplicates += max(cur.duplicates-s.last.duplicates, 0)
-		m.processed += max(cur.processed-s.last.processed, 0)
-	}
-	s.last = &cur
-	return nil
-}
-
-// series returns the last n minutes up to now, oldest first; minutes with
-// no sample are zero.
-func (s *sampler) series(n int) []minute {
-	end := s.now().Unix() / 60
-	out := make([]minute, n)
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for i := range out {
-		at := end - int64(n-1-i)
-		if m := s.ring[at%chartMinutes]; m.at == at {
-			out[i] = m
+	closedBefore := floorTo(now.Add(-settleFor), a.step)
+	open := map[int64]inbox.Activity{}
+	for _, act := range got {
+		if act.Start.Before(closedBefore) {
+			a.closed[act.Start.Unix()] = act
 		} else {
-			out[i] = minute{at: at}
+			open[act.Start.Unix()] = act
 		}
 	}
-	return out
+	if closedBefore.After(from) {
+		a.through = closedBefore
+	}
+	out := make([]inbox.Activity, a.n)
+	for i := range out {
+		at := first.Add(time.Duration(i) * a.step)
+		act, ok := a.closed[at.Unix()]
+		if !ok {
+			act = open[at.Unix()]
+		}
+		act.Start = at
+		out[i] = act
+	}
+	for start := range a.closed {
+		if start < first.Unix() {
+			delete(a.closed, start)
+		}
+	}
+	return out, nil
 }
 
-// chart is a server-drawn SVG line chart of the three counters.
+// chart is a server-drawn SVG line chart of the activity, with a value
+// axis in events per interval and a time axis in UTC.
 type chart struct {
-	Title  string
-	Width  int
-	Height int
-	// Max is the value of the top of the chart.
-	Max    int64
-	Lines  []chartLine
-	Start  time.Time
-	Totals totals
+	Title string
+	// Unit names what the value axis counts ("events per hour").
+	Unit          string
+	Width, Height int
+	// The plot's edges and height, in SVG units.
+	Left, Right, Top, Bottom, PlotHeight int
+	YTicks, XTicks                       []tick
+	Lines                                []chartLine
+	// Cells are the intervals, for their hover titles.
+	Cells []cell
+}
+
+// tick is one labelled mark of an axis, At its coordinate.
+type tick struct {
+	At    string
+	Label string
 }
 
 // chartLine is one counter's polyline.
@@ -129,47 +125,114 @@ type chartLine struct {
 	Total  int64
 }
 
+// cell is one interval's column of the plot.
+type cell struct {
+	X, Width string
+	Title    string
+}
+
 // Sizes of the drawn chart, in SVG units.
 const (
-	chartWidth  = 720
-	chartHeight = 120
+	chartWidth  = 760
+	chartHeight = 180
+	marginLeft  = 52
+	marginRight = 12
+	marginTop   = 10
+	marginBot   = 24
 )
 
-// newChart draws the minutes as one line per counter, scaled to the
-// largest value.
-func newChart(title string, minutes []minute) chart {
-	c := chart{Title: title, Width: chartWidth, Height: chartHeight, Max: 1}
-	if len(minutes) > 0 {
-		c.Start = time.Unix(minutes[0].at*60, 0)
+// counters are the lines of a chart, in the order of its legend.
+var counters = []struct {
+	name  string
+	value func(inbox.Activity) int64
+}{
+	{"received", func(a inbox.Activity) int64 { return a.Received }},
+	{"duplicates", func(a inbox.Activity) int64 { return a.Duplicates }},
+	{"processed", func(a inbox.Activity) int64 { return a.Processed }},
+	{"dead", func(a inbox.Activity) int64 { return a.Dead }},
+}
+
+// newChart draws acts, intervals of step, one line per counter. The time
+// axis labels every labelEvery-th interval boundary (in UTC, as the
+// pages' times are), as hh:mm.
+func newChart(title, unit string, acts []inbox.Activity, step time.Duration, labelEvery int) chart {
+	c := chart{Title: title, Unit: unit, Width: chartWidth, Height: chartHeight,
+		Left: marginLeft, Right: chartWidth - marginRight, Top: marginTop, Bottom: chartHeight - marginBot,
+		PlotHeight: chartHeight - marginBot - marginTop}
+	var top int64
+	for _, a := range acts {
+		for _, k := range counters {
+			top = max(top, k.value(a))
+		}
 	}
-	for _, m := range minutes {
-		c.Max = max(c.Max, m.accepted, m.duplicates, m.processed)
-		c.Totals.accepted += m.accepted
-		c.Totals.duplicates += m.duplicates
-		c.Totals.processed += m.processed
+	every, top := axisTop(top)
+	plotW, plotH := float64(c.Right-c.Left), float64(c.Bottom-c.Top)
+	y := func(v int64) float64 { return float64(c.Bottom) - float64(v)*plotH/float64(top) }
+	for v := int64(0); v <= top; v += every {
+		c.YTicks = append(c.YTicks, tick{At: coord(y(v)), Label: axisLabel(v)})
 	}
-	for _, l := range []struct {
-		name, class string
-		value       func(minute) int64
-		total       int64
-	}{
-		{"accepted", "accepted", func(m minute) int64 { return m.accepted }, c.Totals.accepted},
-		{"duplicates", "duplicates", func(m minute) int64 { return m.duplicates }, c.Totals.duplicates},
-		{"processed", "processed", func(m minute) int64 { return m.processed }, c.Totals.processed},
-	} {
+	n := len(acts)
+	if n == 0 {
+		return c
+	}
+	width := plotW / float64(n)
+	x := func(i int) float64 { return float64(c.Left) + (float64(i)+0.5)*width }
+	label := time.Duration(labelEvery) * step
+	for i, a := range acts {
+		if floorTo(a.Start, label).Equal(a.Start) {
+			c.XTicks = append(c.XTicks, tick{At: coord(float64(c.Left) + float64(i)*width), Label: a.Start.UTC().Format("15:04")})
+		}
+		c.Cells = append(c.Cells, cell{X: coord(float64(c.Left) + float64(i)*width), Width: coord(width),
+			Title: fmt.Sprintf("%s–%s UTC: %d received, %d duplicates, %d processed, %d dead",
+				a.Start.UTC().Format("15:04"), a.Start.Add(step).UTC().Format("15:04"), a.Received, a.Duplicates, a.Processed, a.Dead)})
+	}
+	for _, k := range counters {
 		var pts strings.Builder
-		for i, m := range minutes {
-			x := 0.0
-			if len(minutes) > 1 {
-				x = float64(i) * chartWidth / float64(len(minutes)-1)
-			}
-			y := chartHeight - float64(l.value(m))*chartHeight/float64(c.Max)
+		var total int64
+		for i, a := range acts {
 			if i > 0 {
 				pts.WriteByte(' ')
 			}
-			fmt.Fprintf(&pts, "%.1f,%.1f", x, y)
+			v := k.value(a)
+			total += v
+			pts.WriteString(coord(x(i)) + "," + coord(y(v)))
 		}
-		c.Lines = append(c.Lines, chartLine{Name: l.name, Class: l.class, Points: pts.String(), Total: l.total})
+		c.Lines = append(c.Lines, chartLine{Name: k.name, Class: k.name, Points: pts.String(), Total: total})
 	}
 	return c
+}
+
+// axisTop picks the value axis: a tick every 1, 2 or 5 times a power of
+// ten, about four of them, and the top the first tick at or above the
+// largest value.
+func axisTop(largest int64) (every, top int64) {
+	for p := int64(1); ; p *= 10 {
+		for _, m := range []int64{1, 2, 5} {
+			if every = m * p; every*4 >= largest {
+				top = max((largest+every-1)/every*every, every)
+				return every, top
+			}
+		}
+	}
+}
+
+// coord formats an SVG coordinate.
+func coord(f float64) string { return fmt.Sprintf("%.1f", f) }
+
+// axisLabel formats an axis value: 12000 as 12k, 3500000 as 3.5M.
+func axisLabel(v int64) string {
+	switch {
+	case v >= 1_000_000:
+		return trimFloat(float64(v)/1e6) + "M"
+	case v >= 10_000:
+		return trimFloat(float64(v)/1e3) + "k"
+	}
+	return fmt.Sprint(v)
+}
+
+func trimFloat(f float64) string {
+	if f == math.Trunc(f) {
+		return fmt.Sprintf("%.0f", f)
+	}
+	return fmt.Sprintf("%.1f", f)
 }

@@ -1,7 +1,9 @@
 package console
 
 import (
+	"context"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -12,67 +14,126 @@ import (
 	"github.com/hookgate/hookgate/internal/inbox/sqlite"
 )
 
-// The charts count per minute how much the store's counters grew, and a
-// minute a day old is not shown again when the ring comes round.
-func TestSamplerMinutes(t *testing.T) {
+// The value axis ticks at 1, 2 or 5 times a power of ten, about four
+// times, up to the first tick at or above the largest value.
+func TestAxisTop(t *testing.T) {
 	t.Parallel()
-	clock := dedupetest.NewClock(time.Date(2026, 1, 2, 3, 4, 0, 0, time.UTC))
+	for largest, want := range map[int64][2]int64{0: {1, 1}, 3: {1, 3}, 4: {1, 4}, 5: {2, 6}, 137: {50, 150}, 1000: {500, 1000}, 12_345: {5000, 15_000}} {
+		if every, top := axisTop(largest); every != want[0] || top != want[1] {
+			t.Errorf("axisTop(%d) = %d, %d; want %d, %d", largest, every, top, want[0], want[1])
+		}
+	}
+	if got := axisLabel(15_000); got != "15k" {
+		t.Errorf("axisLabel(15000) = %s", got)
+	}
+}
+
+// A day's chart has a time axis labelled every 3 hours in UTC, a value
+// axis in events per hour, one line per counter through the middle of
+// each hour, and a title per hour for the pointer.
+func TestChartAxes(t *testing.T) {
+	t.Parallel()
+	start := time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)
+	acts := make([]inbox.Activity, 24)
+	for i := range acts {
+		acts[i] = inbox.Activity{Start: start.Add(time.Duration(i) * time.Hour), Received: int64(i)}
+	}
+	acts[5].Dead = 2
+	c := newChart("Last 24 hours", "events per hour", acts, time.Hour, 3)
+	var labels []string
+	for _, x := range c.XTicks {
+		labels = append(labels, x.Label)
+	}
+	if want := []string{"00:00", "03:00", "06:00", "09:00", "12:00", "15:00", "18:00", "21:00"}; !slices.Equal(labels, want) {
+		t.Errorf("time axis %v, want %v", labels, want)
+	}
+	labels = nil
+	for _, y := range c.YTicks {
+		labels = append(labels, y.Label)
+	}
+	if want := []string{"0", "10", "20", "30"}; !slices.Equal(labels, want) {
+		t.Errorf("value axis %v, want %v", labels, want)
+	}
+	if len(c.Lines) != 4 || c.Lines[0].Name != "received" || c.Lines[0].Total != 276 || c.Lines[3].Total != 2 {
+		t.Fatalf("lines %+v", c.Lines)
+	}
+	pts := strings.Fields(c.Lines[0].Points)
+	if len(pts) != 24 || pts[0] != "66.5,156.0" || pts[23] != "733.5,44.1" {
+		t.Errorf("received points %s … %s (%d)", pts[0], pts[len(pts)-1], len(pts))
+	}
+	if len(c.Cells) != 24 || c.Cells[5].Title != "05:00–06:00 UTC: 5 received, 0 duplicates, 0 processed, 2 dead" {
+		t.Errorf("cell titles %q", c.Cells[5].Title)
+	}
+}
+
+// sinceLog is the store's ActivityReader, noting where each read starts.
+type sinceLog struct {
+	inbox.ActivityReader
+	since []time.Time
+}
+
+func (s *sinceLog) Activity(ctx context.Context, since time.Time, step time.Duration) ([]inbox.Activity, error) {
+	s.since = append(s.since, since)
+	return s.ActivityReader.Activity(ctx, since, step)
+}
+
+// The cache reads the whole period once, then only from the last closed
+// interval, and the whole period again after rereadEvery; what it shows
+// is what a fresh read of the store shows.
+func TestActivityCache(t *testing.T) {
+	t.Parallel()
+	clock := dedupetest.NewClock(time.Date(2026, 3, 1, 12, 0, 30, 0, time.UTC))
 	store, err := sqlite.Open(filepath.Join(t.TempDir(), "inbox.db"), sqlite.Options{Now: clock.Now})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer store.Close()
-	accept := func(ids ...string) {
-		t.Helper()
-		items := make([]inbox.Item, len(ids))
-		for i, id := range ids {
-			k := dedupe.Key{Provider: "stripe", EventID: id}
-			items[i] = inbox.Item{Window: time.Hour, Event: inbox.Event{Hash: k.Hash(), Scope: k.Scope(), Source: "stripe",
-				Provider: "stripe", EventID: id, Payload: []byte(`{}`), Headers: map[string]string{}}}
-		}
-		if _, err := store.Accept(t.Context(), items); err != nil {
+	accept := func(id string) {
+		k := dedupe.Key{Provider: "stripe", EventID: id}
+		if _, err := store.Accept(t.Context(), []inbox.Item{{Window: time.Hour, Event: inbox.Event{Hash: k.Hash(), Scope: k.Scope(),
+			Source: "stripe", Provider: "stripe", EventID: id, Payload: []byte(`{}`)}}}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	s := newSampler(store, clock.Now)
-	sample := func() {
+	log := &sinceLog{ActivityReader: store}
+	cache := newActivityCache(log, time.Minute, 60)
+	read := func() []inbox.Activity {
 		t.Helper()
-		if err := s.sample(t.Context()); err != nil {
+		got, err := cache.read(t.Context(), clock.Now())
+		if err != nil {
 			t.Fatal(err)
 		}
+		fresh, err := newActivityCache(store, time.Minute, 60).read(t.Context(), clock.Now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(got, fresh) {
+			t.Errorf("the cache shows %v, a fresh read %v", got, fresh)
+		}
+		return got
 	}
-	accept("old")
-	sample() // the first sample only sets where counting starts
-	accept("a", "b", "c")
 	accept("a")
-	clock.Advance(20 * time.Second)
-	sample()
+	read()
+	clock.Advance(5 * time.Minute)
+	accept("b")
+	acts := read()
 	clock.Advance(time.Minute)
-	accept("d", "e")
-	sample()
-	type row struct{ accepted, duplicates int64 }
-	got := func(n int) []row {
-		var out []row
-		for _, m := range s.series(n) {
-			out = append(out, row{m.accepted, m.duplicates})
-		}
-		return out
+	accept("c")
+	read()
+	if acts[59].Received != 1 || acts[54].Received != 1 {
+		t.Errorf("minutes %v, want one event at 12:00 and one at 12:05", acts[50:])
 	}
-	if g := got(3); g[0] != (row{}) || g[1] != (row{3, 1}) || g[2] != (row{2, 0}) {
-		t.Errorf("minutes %v, want [{0 0} {3 1} {2 0}]", g)
+	want := []time.Time{
+		time.Date(2026, 3, 1, 11, 1, 0, 0, time.UTC),  // the hour up to 12:00
+		time.Date(2026, 3, 1, 11, 59, 0, 0, time.UTC), // closed up to 11:59 at 12:00:30
+		time.Date(2026, 3, 1, 12, 4, 0, 0, time.UTC),  // closed up to 12:04 at 12:05:30
 	}
-	c := newChart("last hour", s.series(60))
-	if c.Max != 3 || c.Totals.accepted != 5 || c.Totals.duplicates != 1 || len(c.Lines) != 3 {
-		t.Errorf("chart max %d, totals %+v, %d lines", c.Max, c.Totals, len(c.Lines))
+	if !slices.EqualFunc(log.since, want, time.Time.Equal) {
+		t.Errorf("reads from %v, want %v", log.since, want)
 	}
-	if pts := strings.Fields(c.Lines[0].Points); len(pts) != 60 || pts[58] != "707.8,0.0" || pts[59] != "720.0,40.0" {
-		t.Errorf("accepted line %v", pts[58:])
-	}
-
-	clock.Advance(24 * time.Hour)
-	accept("f")
-	sample()
-	if g := got(chartMinutes); g[chartMinutes-1] != (row{1, 0}) || g[chartMinutes-2] != (row{}) {
-		t.Errorf("a day later the last two minutes are %v, want [{0 0} {1 0}]: the minutes of a day ago are gone", g[chartMinutes-2:])
+	clock.Advance(rereadEvery)
+	read()
+	if last := log.since[len(log.since)-1]; !last.Equal(time.Date(2026, 3, 1, 11, 17, 0, 0, time.UTC)) {
+		t.Errorf("after %v the read starts at %v, want the whole hour again", rereadEvery, last)
 	}
 }

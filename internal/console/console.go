@@ -2,7 +2,6 @@ package console
 
 import (
 	"bytes"
-	"context"
 	"embed"
 	"errors"
 	"fmt"
@@ -31,10 +30,13 @@ const (
 	DefaultMaxTail = 16
 	// DefaultTailEvery is how often a live tail looks for new events.
 	DefaultTailEvery = time.Second
-	// DefaultSampleEvery is how often the charts' counters are read.
-	DefaultSampleEvery = time.Minute
 	// PageSize is how many events a list page shows.
 	PageSize = 50
+	// AttemptsShown is how many of a destination's newest attempts its
+	// page shows.
+	AttemptsShown = 50
+	// SendTimeout bounds a test event's POST to the intake.
+	SendTimeout = 10 * time.Second
 )
 
 // MaxForm is the largest form body the console reads (413 above it).
@@ -49,19 +51,19 @@ type Options struct {
 	// Sources are the configured sources, for the sources page. Their
 	// secrets are never shown.
 	Sources []config.Source
+	// Intake returns the address (host:port) of the gateway's public
+	// listener, where a source's Send test event posts; nil, or "" while
+	// the listener is not open, leaves the button out.
+	Intake func() string
 	// Logger receives the errors answered with 500; nil discards them.
 	Logger *slog.Logger
-	// Now is the clock of sessions and charts; nil means time.Now.
+	// Now is the clock of sessions, charts and test events' signatures;
+	// nil means time.Now.
 	Now func() time.Time
-	// Context bounds the background reading of counters for the charts;
-	// nil means it runs for the life of the process.
-	Context context.Context
-	// SessionTTL, MaxTail, TailEvery and SampleEvery replace their
-	// defaults when set.
-	SessionTTL  time.Duration
-	MaxTail     int
-	TailEvery   time.Duration
-	SampleEvery time.Duration
+	// SessionTTL, MaxTail and TailEvery replace their defaults when set.
+	SessionTTL time.Duration
+	MaxTail    int
+	TailEvery  time.Duration
 }
 
 //go:embed templates/*.html
@@ -74,6 +76,7 @@ var staticFS embed.FS
 type console struct {
 	store     inbox.Store
 	sources   []config.Source
+	intake    func() string
 	log       *slog.Logger
 	now       func() time.Time
 	sessions  *sessions
@@ -81,7 +84,12 @@ type console struct {
 	pages     map[string]*template.Template
 	tail      chan struct{}
 	tailEvery time.Duration
-	charts    *sampler
+	// hour and day read the charts' activity; nil when the store counts
+	// none.
+	hour, day *activityCache
+	// client posts test events to the intake; it never follows a
+	// redirect, which would turn the POST into a GET.
+	client *http.Client
 }
 
 // New returns the console, serving the paths under /ui/.
@@ -92,8 +100,9 @@ func New(opts Options) (http.Handler, error) {
 	if opts.Store == nil {
 		return nil, ErrNoStore
 	}
-	c := &console{store: opts.Store, sources: opts.Sources, log: opts.Logger, now: opts.Now,
-		token: newTokenCheck(opts.Token), tailEvery: opts.TailEvery}
+	c := &console{store: opts.Store, sources: opts.Sources, intake: opts.Intake, log: opts.Logger, now: opts.Now,
+		token: newTokenCheck(opts.Token), tailEvery: opts.TailEvery,
+		client: &http.Client{Timeout: SendTimeout, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}}
 	if c.log == nil {
 		c.log = slog.New(slog.DiscardHandler)
 	}
@@ -117,16 +126,10 @@ func New(opts Options) (http.Handler, error) {
 	if c.pages, err = parsePages(); err != nil {
 		return nil, err
 	}
-	c.charts = newSampler(opts.Store, c.now)
-	every := opts.SampleEvery
-	if every <= 0 {
-		every = DefaultSampleEvery
+	if r, ok := opts.Store.(inbox.ActivityReader); ok {
+		c.hour = newActivityCache(r, time.Minute, 60)
+		c.day = newActivityCache(r, time.Hour, 24)
 	}
-	ctx := opts.Context
-	if ctx == nil {
-		ctx = context.Background()
-	}
-	go c.charts.run(ctx, every, c.log)
 
 	static, err := fs.Sub(staticFS, "static")
 	if err != nil {
@@ -143,6 +146,9 @@ func New(opts Options) (http.Handler, error) {
 	mux.Handle("GET /ui/dead", c.signedIn(c.dead))
 	mux.Handle("POST /ui/replay", c.signedIn(c.replay))
 	mux.Handle("GET /ui/sources", c.signedIn(c.sourcesPage))
+	mux.Handle("POST /ui/sources/{name}/test", c.signedIn(c.sendTest))
+	mux.Handle("GET /ui/destinations/{name}", c.signedIn(c.destinationPage))
+	mux.Handle("POST /ui/destinations/{name}/hold", c.signedIn(c.hold))
 	mux.Handle("GET /ui/tail", c.signedIn(c.tailPage))
 	mux.Handle("GET /ui/tail/stream", c.signedIn(c.tailStream))
 	mux.Handle("/ui/", c.signedIn(func(_ http.ResponseWriter, r *http.Request, _ *session) error {
@@ -217,7 +223,9 @@ type page struct {
 	Nav string
 	// CSRF is the session's token for the forms; "" on the sign-in page.
 	CSRF string
-	Data any
+	// Flash is what the POST before this page did; nil after a GET.
+	Flash *flash
+	Data  any
 }
 
 // render writes the named page, executed into a buffer first so that a

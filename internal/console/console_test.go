@@ -44,8 +44,8 @@ type bundle struct {
 	opts   console.Options
 }
 
-// setup serves a console with opts over an empty inbox (Store, Token, Now
-// and Context are filled in).
+// setup serves a console with opts over an empty inbox (Store, Token and
+// Now are filled in).
 func setup(t testing.TB, opts console.Options) *bundle {
 	t.Helper()
 	clock := dedupetest.NewClock(time.Now().Truncate(time.Minute))
@@ -53,8 +53,7 @@ func setup(t testing.TB, opts console.Options) *bundle {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	opts.Store, opts.Token, opts.Now, opts.Context = store, token, clock.Now, ctx
+	opts.Store, opts.Token, opts.Now = store, token, clock.Now
 	h, err := console.New(opts)
 	if err != nil {
 		t.Fatal(err)
@@ -62,7 +61,6 @@ func setup(t testing.TB, opts console.Options) *bundle {
 	srv := httptest.NewServer(h)
 	t.Cleanup(func() {
 		srv.Close()
-		cancel()
 		store.Close()
 	})
 	jar, _ := cookiejar.New(nil)
@@ -512,7 +510,8 @@ func TestSourcesPage(t *testing.T) {
 	b := setup(t, console.Options{Sources: []config.Source{
 		{Name: "stripe", Provider: config.ProviderStripe, Secret: config.NewSecret(secret), Window: config.Duration(time.Hour),
 			Destinations: []config.Destination{{Name: "app", URL: "https://app.example/hooks?key=" + secret, On: config.OnEvent}}},
-		{Name: "hooks", Provider: config.ProviderStandard, Secret: config.NewSecret(secret), Tenant: "path", Key: []string{"header:webhook-id"}},
+		{Name: "hooks", Provider: config.ProviderStandard, Secret: config.NewSecret(secret), Tenant: "path", Key: []string{"header:webhook-id"},
+			Window: config.Duration(36 * time.Hour)},
 	}})
 	b.accept("stripe", "", jsonID, "evt_1")
 	b.signIn()
@@ -520,7 +519,8 @@ func TestSourcesPage(t *testing.T) {
 	if strings.Contains(body, secret) || strings.Contains(body, "c2VjcmV0") {
 		t.Error("the sources page shows a secret")
 	}
-	for _, want := range []string{b.srv.URL + "/in/stripe", b.srv.URL + "/in/hooks/{tenant}", "json:id", "1h0m0s", "https://app.example", "the body and the t= timestamp", b.clock.Now().UTC().Format("2006-01-02 15:04")} {
+	for _, want := range []string{b.srv.URL + "/in/stripe", b.srv.URL + "/in/hooks/{tenant}", "json:id", "<dd>1h</dd>", "<dd>1d12h</dd>",
+		"https://app.example", "the body and the t= timestamp", `<time datetime="` + b.clock.Now().UTC().Format("2006-01-02T15:04")} {
 		if !strings.Contains(body, want) {
 			t.Errorf("sources page lacks %q", want)
 		}
@@ -704,10 +704,10 @@ func TestOverview(t *testing.T) {
 		`<td><a href="/ui/events?source=stripe">stripe</a></td><td>4</td><td>0</td><td>0.0%</td>`,
 		`<td>3</td><td>0</td><td>0</td><td>0</td><td>1</td>`,
 		`<b>3</b> pending`,
-		`<td>stripe</td><td>app</td><td><span class="badge healthy">healthy</span></td>`,
-		`<td>stripe</td><td>audit</td><td><span class="badge failing">failing</span></td><td>2</td>`,
+		`<td>stripe</td><td><a href="/ui/destinations/app">app</a></td><td><span class="badge healthy">healthy</span></td>`,
+		`<td>stripe</td><td><a href="/ui/destinations/audit">audit</a></td><td><span class="badge failing">failing</span></td><td>2</td>`,
 		`&lt;b&gt;connection refused&lt;/b&gt;`,
-		`<polyline class="accepted" points="0.0,120.0 `,
+		`<span class="key received">received 4</span>`, `<span class="key dead">dead 1</span>`,
 	} {
 		if !strings.Contains(body, want) {
 			t.Errorf("overview lacks %s", want)

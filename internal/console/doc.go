@@ -9,16 +9,22 @@
 //
 // The pages:
 //
-//	GET  /ui/                 overview: per source counts and hit rate, pending, dead,
-//	                          destination health, charts of the last hour and day
-//	GET  /ui/events           events, newest first, filtered and paged by id
-//	GET  /ui/events/{id}      one event: payload, headers, apply outcome, every attempt
-//	GET  /ui/dead             dead events with their reason
-//	POST /ui/replay           replay events (a count is shown before it runs)
-//	GET  /ui/sources          what to paste into each provider's settings
-//	GET  /ui/tail             new events as they arrive (server-sent events)
+//	GET  /ui/                            overview: per source counts and hit rate, pending,
+//	                                     dead, destination health, charts of the last hour
+//	                                     by minute and the last day by hour
+//	GET  /ui/events                      events, newest first, filtered and paged by id
+//	GET  /ui/events/{id}                 one event: payload, headers, apply outcome, every attempt
+//	GET  /ui/dead                        dead events with their reason
+//	POST /ui/replay                      replay events (a count is shown before it runs)
+//	GET  /ui/sources                     what to paste into each provider's settings
+//	POST /ui/sources/{name}/test         send the provider's example event through the intake
+//	GET  /ui/destinations/{name}         a destination's lanes, circuit, pending and attempts
+//	POST /ui/destinations/{name}/hold    pause (held=1) or resume (held=0) its delivery
+//	GET  /ui/tail                        new events as they arrive (server-sent events)
 //
 // Every list reads one page through an index (List pages by id), so the
-// pages stay fast on a large inbox. Templates and assets are embedded;
-// nothing is fetched from elsewhere, so the console works air-gapped.
+// pages stay fast on a large inbox. The charts read the store's counts by
+// time (inbox.ActivityReader), so they show what the tables hold, across
+// restarts and nodes. Templates and assets are embedded; nothing is
+// fetched from elsewhere, so the console works air-gapped.
 package console

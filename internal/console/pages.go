@@ -33,8 +33,10 @@ type overviewData struct {
 	// OldestPending is the age of the oldest pending event; 0 when none.
 	OldestPending time.Duration
 	Dead          int
-	Hour, Day     chart
-	Statuses      []inbox.Status
+	// Hour and Day are the charts; nil when the store counts no
+	// activity.
+	Hour, Day *chart
+	Statuses  []inbox.Status
 }
 
 func (c *console) overview(w http.ResponseWriter, r *http.Request, sess *session) error {
@@ -44,7 +46,21 @@ func (c *console) overview(w http.ResponseWriter, r *http.Request, sess *session
 	}
 	stats := admin.NewStats(st, c.now())
 	d := overviewData{Stats: stats, OldestPending: time.Duration(stats.OldestPendingSeconds * float64(time.Second)).Round(time.Second),
-		Hour: newChart("last hour", c.charts.series(60)), Day: newChart("last day", c.charts.series(chartMinutes)), Statuses: statuses}
+		Statuses: statuses}
+	if c.hour != nil {
+		now := c.now()
+		hour, err := c.hour.read(r.Context(), now)
+		if err != nil {
+			return err
+		}
+		day, err := c.day.read(r.Context(), now)
+		if err != nil {
+			return err
+		}
+		h := newChart("Last hour", "events per minute", hour, time.Minute, 10)
+		dd := newChart("Last 24 hours", "events per hour", day, time.Hour, 3)
+		d.Hour, d.Day = &h, &dd
+	}
 	d.Stats.Lanes = c.lanes(stats.Lanes)
 	for _, name := range slices.Sorted(maps.Keys(stats.Sources)) {
 		s := stats.Sources[name]
@@ -91,6 +107,9 @@ type listData struct {
 	Next string
 	// Dead reports the dead list, which offers replay of the filter.
 	Dead bool
+	// Tenants reports that an event of the page has a tenant: without,
+	// the list has no tenant column.
+	Tenants bool
 }
 
 // outcomes are the values the apply outcome filter takes.
@@ -180,6 +199,7 @@ func (c *console) list(r *http.Request, lf listFilter, f inbox.Filter) (listData
 	if d.Events, err = eventview.List(r.Context(), c.store, events); err != nil {
 		return d, err
 	}
+	d.Tenants = slices.ContainsFunc(events, func(e inbox.Event) bool { return e.Tenant != "" })
 	if len(events) == f.Limit {
 		d.Next = r.URL.Path + "?" + lf.nextQuery(events[len(events)-1].ID)
 	}

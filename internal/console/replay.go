@@ -21,6 +21,10 @@ type replayData struct {
 	Tenant      string
 	Redeliver   bool
 	Destination string
+	// FailedTo narrows a replay of the dead events to those whose
+	// delivery to this destination failed (its page's Redeliver failed
+	// events).
+	FailedTo string
 	// Count is how many events the replay selects; AtLeast when counting
 	// stopped at maxCounted.
 	Count   int
@@ -32,12 +36,13 @@ type replayData struct {
 }
 
 // readReplay reads a replay from the form: ids (one or more id fields),
-// or the dead events of a source and tenant (dead=1), with redeliver and
-// an optional destination.
+// or the dead events of a source and tenant (dead=1), optionally those a
+// destination failed (failed_to), with redeliver and an optional
+// destination.
 func readReplay(r *http.Request) (replayData, error) {
 	f := r.PostForm
 	d := replayData{Dead: f.Get("dead") == "1", Source: f.Get("source"), Tenant: f.Get("tenant"),
-		Redeliver: f.Get("redeliver") == "1", Destination: f.Get("destination")}
+		Redeliver: f.Get("redeliver") == "1", Destination: f.Get("destination"), FailedTo: f.Get("failed_to")}
 	for _, s := range f["id"] {
 		id, err := strconv.ParseInt(s, 10, 64)
 		if err != nil || id < 1 {
@@ -51,6 +56,9 @@ func readReplay(r *http.Request) (replayData, error) {
 	if len(d.IDs) > 0 && d.Dead {
 		return d, badRequest("pick events or the dead list's filter, not both")
 	}
+	if d.FailedTo != "" && !d.Dead {
+		return d, badRequest("failed_to %q: only a replay of dead events names the destination that failed them", d.FailedTo)
+	}
 	if d.Destination != "" && !d.Redeliver {
 		return d, badRequest("destination %q: only a redelivery names a destination; tick redeliver", d.Destination)
 	}
@@ -60,7 +68,7 @@ func readReplay(r *http.Request) (replayData, error) {
 // filter is the store's form of the replay.
 func (d replayData) filter() inbox.ReplayFilter {
 	return inbox.ReplayFilter{Dead: d.Dead, Source: d.Source, Tenant: d.Tenant, IDs: d.IDs,
-		Redeliver: d.Redeliver, Destination: d.Destination}
+		Redeliver: d.Redeliver, Destination: d.Destination, FailedTo: d.FailedTo}
 }
 
 // replay shows how many events a replay selects, and runs it once the
@@ -82,13 +90,14 @@ func (c *console) replay(w http.ResponseWriter, r *http.Request, sess *session) 
 }
 
 // countReplay counts the events a replay selects: the ids given, or the
-// dead events of the filter, from the counters when no tenant narrows
-// it and by paging the dead list otherwise.
+// dead events of the filter, from the counters when neither a tenant nor
+// a failed destination narrows it and by paging the dead list (and, for
+// a failed destination, its page's deliveries) otherwise.
 func (c *console) countReplay(ctx context.Context, d replayData) (int, bool, error) {
 	if len(d.IDs) > 0 {
 		return len(d.IDs), false, nil
 	}
-	if d.Tenant == "" {
+	if d.Tenant == "" && d.FailedTo == "" {
 		st, err := c.store.Stats(ctx)
 		if err != nil {
 			return 0, false, err
@@ -102,13 +111,30 @@ func (c *console) countReplay(ctx context.Context, d replayData) (int, bool, err
 		return n, false, nil
 	}
 	f := inbox.Filter{Source: d.Source, Tenant: d.Tenant, Status: inbox.StatusDead, Limit: 1000}
-	n := 0
-	for n < maxCounted {
+	n, read := 0, 0
+	for read < maxCounted {
 		events, err := c.store.List(ctx, f)
 		if err != nil {
 			return 0, false, err
 		}
-		n += len(events)
+		read += len(events)
+		if d.FailedTo == "" {
+			n += len(events)
+		} else if len(events) > 0 {
+			ids := make([]int64, len(events))
+			for i, e := range events {
+				ids[i] = e.ID
+			}
+			byEvent, err := c.store.Deliveries(ctx, ids)
+			if err != nil {
+				return 0, false, err
+			}
+			for _, id := range ids {
+				if byEvent[id][d.FailedTo].Status == inbox.DeliveryFailed {
+					n++
+				}
+			}
+		}
 		if len(events) < f.Limit {
 			return n, false, nil
 		}

@@ -43,6 +43,36 @@ type session struct {
 	// csrf is the token every POST of the session must carry.
 	csrf    string
 	expires time.Time
+
+	mu sync.Mutex
+	// flash is what a POST did, for the page it redirects to.
+	flash *flash
+}
+
+// flash is the outcome of a POST that redirected, shown once on the next
+// page: a line, and the details that go with it (the intake's answer).
+type flash struct {
+	Text   string
+	Detail string
+	Failed bool
+	// Events are the inbox ids the intake stored, to link to.
+	Events []int64
+}
+
+// setFlash keeps f for the session's next page.
+func (s *session) setFlash(f *flash) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.flash = f
+}
+
+// takeFlash returns the kept flash, once; nil when there is none.
+func (s *session) takeFlash() *flash {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	f := s.flash
+	s.flash = nil
+	return f
 }
 
 // sessions are the open sign-ins, by the digest of their cookie's id: a

@@ -1,13 +1,20 @@
 package console
 
 import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
 	"net/http"
+	"net/url"
 	"strings"
 	"time"
 
 	"github.com/hookgate/hookgate/internal/config"
 	"github.com/hookgate/hookgate/internal/deliver"
 	"github.com/hookgate/hookgate/internal/inbox"
+	"github.com/hookgate/hookgate/internal/trigger"
 )
 
 // presetNote is what a provider's preset covers and reads, as
@@ -43,6 +50,13 @@ type sourceInfo struct {
 	Destinations []destinationInfo
 	// Last is the newest event received; zero when none is stored.
 	Last time.Time
+	// Events are the example events Send test event offers, the
+	// provider's default first; none when there is no button (hmac has
+	// no examples, or the intake's address is not known).
+	Events []string
+	// PathTenant reports that the source's URL ends in a tenant, which
+	// the test event's form asks for.
+	PathTenant bool
 }
 
 type destinationInfo struct {
@@ -58,7 +72,13 @@ func (c *console) sourcesPage(w http.ResponseWriter, r *http.Request, sess *sess
 	for _, s := range c.sources {
 		note := presetNotes[s.Provider]
 		info := sourceInfo{Name: s.Name, Provider: s.Provider, URL: s.PublicURL, Signed: note.signed,
-			Key: note.key, Tenant: note.tenant, Scope: "preset", Window: time.Duration(s.Window), ReplayGuard: s.ReplayGuard}
+			Key: note.key, Tenant: note.tenant, Scope: "preset", Window: time.Duration(s.Window), ReplayGuard: s.ReplayGuard,
+			PathTenant: s.Tenant == string(config.SelectPath)}
+		if c.intakeAddr() != "" {
+			for _, f := range trigger.Of(s.Provider) {
+				info.Events = append(info.Events, f.Event)
+			}
+		}
 		if info.URL == "" {
 			info.URL = base + "/in/" + s.Name
 			if s.Tenant == string(config.SelectPath) {
@@ -90,5 +110,101 @@ func (c *console) sourcesPage(w http.ResponseWriter, r *http.Request, sess *sess
 		}
 		out = append(out, info)
 	}
-	return c.render(w, "sources", page{Title: "Sources", Nav: "sources", CSRF: sess.csrf, Data: out})
+	return c.render(w, "sources", page{Title: "Sources", Nav: "sources", CSRF: sess.csrf, Flash: sess.takeFlash(), Data: out})
+}
+
+// intakeAddr is the public listener's address, "" when it is not known.
+func (c *console) intakeAddr() string {
+	if c.intake == nil {
+		return ""
+	}
+	return c.intake()
+}
+
+// source is the configured source called name.
+func (c *console) source(name string) (config.Source, bool) {
+	for _, s := range c.sources {
+		if s.Name == name {
+			return s, true
+		}
+	}
+	return config.Source{}, false
+}
+
+// maxAnswer is how much of the intake's answer to a test event is shown.
+const maxAnswer = 4 << 10
+
+// sendTest posts the source's example event (event=, its default when
+// empty) through the gateway's own intake, over HTTP to the public
+// listener, signed as the provider signs it, and redirects to the sources
+// page, which shows the intake's answer.
+func (c *console) sendTest(w http.ResponseWriter, r *http.Request, sess *session) error {
+	name := r.PathValue("name")
+	sc, ok := c.source(name)
+	if !ok {
+		return &httpError{code: http.StatusNotFound, msg: "no source " + name}
+	}
+	f, ok := trigger.Find(sc.Provider, r.PostForm.Get("event"))
+	if !ok {
+		return badRequest("source %s (%s) has no example event %q", name, sc.Provider, r.PostForm.Get("event"))
+	}
+	addr := c.intakeAddr()
+	if addr == "" {
+		return &httpError{code: http.StatusServiceUnavailable, msg: "the gateway's public listener is not open yet"}
+	}
+	tenant := strings.TrimSpace(r.PostForm.Get("tenant"))
+	if sc.Tenant == string(config.SelectPath) && tenant == "" {
+		return badRequest("source %s takes its tenant from the URL's path: give a tenant", name)
+	}
+	req, err := trigger.Request(r.Context(), sc, f, trigger.IntakeURL(dialBase(addr), sc, tenant), tenant, c.now())
+	if err != nil {
+		return err
+	}
+	// The URL's query may hold the source's token: it is never shown.
+	shown := (&url.URL{Scheme: req.URL.Scheme, Host: req.URL.Host, Path: req.URL.Path, RawPath: req.URL.RawPath}).String()
+	fl := &flash{Text: fmt.Sprintf("Sent %s %s to POST %s", sc.Provider, f.Event, shown)}
+	resp, err := c.client.Do(req)
+	if err != nil {
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err
+		}
+		fl.Text, fl.Failed = fl.Text+": "+err.Error(), true
+	} else {
+		answer, _ := io.ReadAll(io.LimitReader(resp.Body, maxAnswer))
+		resp.Body.Close()
+		fl.Text += ": the intake answered " + resp.Status
+		fl.Detail, fl.Failed = string(answer), resp.StatusCode/100 != 2
+		var stored struct {
+			Events []struct {
+				ID int64 `json:"id"`
+			} `json:"events"`
+		}
+		if json.Unmarshal(answer, &stored) == nil {
+			for _, e := range stored.Events {
+				if e.ID > 0 {
+					fl.Events = append(fl.Events, e.ID)
+				}
+			}
+		}
+	}
+	sess.setFlash(fl)
+	http.Redirect(w, r, "/ui/sources#source-"+url.PathEscape(name), http.StatusSeeOther)
+	return nil
+}
+
+// dialBase is the base URL at which this process reaches a listener on
+// addr: on loopback for an address on every interface.
+func dialBase(addr string) string {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return "http://" + addr
+	}
+	if ip := net.ParseIP(host); host == "" || ip != nil && ip.IsUnspecified() {
+		host = "127.0.0.1"
+		if ip != nil && ip.To4() == nil {
+			host = "::1"
+		}
+	}
+	return "http://" + net.JoinHostPort(host, port)
 }

@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hookgate/hookgate/internal/admin"
@@ -85,8 +86,9 @@ type Server struct {
 	// closeOnce closes the spool and the front once, whichever of Close
 	// and Serve's shutdown comes first.
 	closeOnce sync.Once
-	// stopConsole ends the console's background reading at Close.
-	stopConsole context.CancelFunc
+	// publicAddr is the public listener's address once Serve has it:
+	// where the console posts its test events.
+	publicAddr atomic.Pointer[string]
 	// alerts opens incidents and notifies them; nil when the store keeps
 	// none.
 	alerts *alert.Engine
@@ -196,17 +198,16 @@ func New(cfg config.Config, opts Options) (*Server, error) {
 			return nil, err
 		}
 		s.admin.Handle("/api/", api)
-		ctx, stop := context.WithCancel(context.Background())
 		ui, err := console.New(console.Options{Store: s.store, Token: token, Sources: cfg.Sources,
-			Logger: s.log, Now: opts.Now, Context: ctx})
+			Intake: s.intakeAddr, Logger: s.log, Now: opts.Now})
 		if err != nil {
-			stop()
 			s.Close()
 			return nil, err
 		}
-		s.stopConsole = stop
 		s.admin.Handle("/ui/", ui)
 		s.admin.Handle("GET /ui", http.RedirectHandler("/ui/", http.StatusMovedPermanently))
+		// The operator's listener opens on the console.
+		s.admin.Handle("GET /{$}", http.RedirectHandler("/ui/", http.StatusSeeOther))
 	}
 	// Probes may ask either listener.
 	s.admin.Handle("GET /healthz", in)
@@ -378,13 +379,10 @@ func (s *Server) Close() {
 	s.closeDedupe()
 }
 
-// stopIntake writes and answers the events submitted so far, refuses later
-// ones and ends the console's background reading.
+// stopIntake writes and answers the events submitted so far and refuses
+// later ones.
 func (s *Server) stopIntake() {
 	s.committer.Close()
-	if s.stopConsole != nil {
-		s.stopConsole()
-	}
 }
 
 // Run does the gateway's background work until ctx ends: the workers, the
@@ -458,11 +456,21 @@ func (s *Server) Sources() []*source.Source { return s.sources }
 // /metrics).
 func (s *Server) Handler() http.Handler { return s.handler }
 
+// intakeAddr is the public listener's address, "" before Serve.
+func (s *Server) intakeAddr() string {
+	if a := s.publicAddr.Load(); a != nil {
+		return *a
+	}
+	return ""
+}
+
 // Serve serves HTTP on ln and runs the background work until ctx ends,
 // then shuts down gracefully: it stops accepting, answers the requests in
 // flight (their events are written first), and lets the workers finish
 // their batches.
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
+	addr := ln.Addr().String()
+	s.publicAddr.Store(&addr)
 	adminLn := s.adminListener
 	if adminLn == nil && s.cfg.Admin.Listen != "" {
 		var err error

@@ -44,9 +44,12 @@ function follow(table) {
     var first = document.createElement("td");
     first.appendChild(link);
     row.appendChild(first);
-    [e.received_at, e.source, e.tenant, e.event_id, e.type, e.status].forEach(function (text) {
+    [e.received_at, e.source, e.tenant, e.event_id, e.type, e.status].forEach(function (text, i) {
       var cell = document.createElement("td");
       cell.textContent = text;
+      if (i === 0) {
+        cell.className = "time";
+      }
       row.appendChild(cell);
     });
     body.insertBefore(row, body.firstChild);
