@@ -1,18 +1,22 @@
 #!/usr/bin/env bash
 # Processing benchmark: how many events per second hookgate takes from its
-# SQLite inbox, applies to their entities and delivers to a destination on
-# loopback, and how long an event takes from being sent to the gateway to
-# arriving at the destination.
+# inbox (SQLite or PostgreSQL), applies to their entities and delivers to a
+# destination on loopback, and how long an event takes from being sent to
+# the gateway to arriving at the destination.
 #
 # Usage (from anywhere):  bench/process.sh
 #   EVENTS=20000  events sent in phases 1 and 2         DURATION=10s  phase 3 length
 #   WORKERS=4     hookgate workers (batch is 200)       CONNS=64      loadgen connections
 #   SIZE=512      body bytes                            RATE=         phase 3 requests/s
 #                                                       (default: half the delivered/s of phase 2)
+#   DB=sqlite     the inbox: sqlite (a file in a temp directory) or postgres
+#   PGURL=postgres://postgres@127.0.0.1:5432/postgres   with DB=postgres, a database to
+#                 connect to; each phase creates a database of its own next to it
+#                 (hookgate_process_<pid>_<phase>) and the script drops them on exit
 #
 # It builds hookgate, loadgen and sink into bench/out/ and starts the sink
 # (bench/sink) once. Each phase starts `hookgate serve` on a fresh database
-# in a temp directory with this config: workers $WORKERS, batch 200, one
+# (a new SQLite file, or a new PostgreSQL database) with this config: workers $WORKERS, batch 200, one
 # standard source `app` with entity {type const:order, id json:order,
 # version json:seq, state json:state} (every event upserts its entity), and
 # one destination, on: event, signed, at the sink. loadgen -stamp sends
@@ -48,6 +52,17 @@
 # percentiles are those of every delivery: time of receipt at the sink minus
 # the sent_ns loadgen wrote just before sending (one clock, loopback).
 #
+# Server CPU: the script reads hookgate's utime + stime from /proc/PID/stat
+# at the start and end of a stretch, and prints that CPU time per event
+# (loadgen's 202s, or the events drained) in microseconds: in phase 1
+# for the fill (loadgen's run: intake, the workers' first batches held) and
+# for the drain (release to last delivery, per event drained: processing
+# alone); in phases 2 and 3 from loadgen's start to the last delivery (the
+# whole pipeline per event). With DB=postgres it also sums the CPU of the
+# PostgreSQL backends connected to the phase's database over the same
+# stretch (pg_stat_activity; not the server's shared processes such as the
+# WAL writer and checkpointer).
+#
 # Output: a summary on stdout; loadgen and sink JSON in bench/out/process/,
 # server output in bench/out/logs/process-{sink,hookgate-*}.log.
 set -euo pipefail
@@ -58,6 +73,8 @@ WORKERS=${WORKERS:-4}
 CONNS=${CONNS:-64}
 SIZE=${SIZE:-512}
 RATE=${RATE:-}
+DB=${DB:-sqlite}
+PGURL=${PGURL:-postgres://postgres@127.0.0.1:5432/postgres}
 # How long the sink may go without a new delivery before a phase fails.
 STALL_S=30
 
@@ -73,12 +90,34 @@ HOOKGATE_PID=
 SINK=
 BASE=
 URL=
+# The PostgreSQL databases made so far (cleanup drops them) and the
+# current phase's.
+DBS=()
+PGDB=
+CPU_TICKS=
+
+case $DB in
+sqlite | postgres) ;;
+*)
+	echo "DB=$DB: want sqlite or postgres" >&2
+	exit 2
+	;;
+esac
 
 cleanup() {
-	local pid
+	local pid db
+	# A held delivery would keep both from stopping (until its timeout).
+	if [[ -n $SINK ]]; then
+		curl -fsS -X POST --max-time 2 "$SINK/release" >/dev/null 2>&1 || true
+	fi
 	for pid in $HOOKGATE_PID $SINK_PID; do
 		kill -TERM "$pid" 2>/dev/null || true
+	done
+	for pid in $HOOKGATE_PID $SINK_PID; do
 		wait "$pid" 2>/dev/null || true
+	done
+	for db in "${DBS[@]}"; do
+		psql -q "$PGURL" -c "DROP DATABASE IF EXISTS $db WITH (FORCE)" >/dev/null 2>&1 || true
 	done
 	rm -rf "$TMP"
 }
@@ -89,15 +128,30 @@ BENCH_SECRET=whsec_$(head -c 24 /dev/urandom | base64)
 SINK_SECRET=whsec_$(head -c 24 /dev/urandom | base64)
 export BENCH_SECRET SINK_SECRET
 
+# newdb PHASE: sets DATABASE to a fresh database for PHASE: a file in
+# the phase's directory, or on PostgreSQL a new database (PGDB), which
+# cleanup drops.
+newdb() {
+	if [[ $DB == sqlite ]]; then
+		DATABASE=sqlite:$TMP/$1/hookgate.db
+		return
+	fi
+	PGDB=hookgate_process_$$_$1
+	psql -q "$PGURL" -c "CREATE DATABASE $PGDB" >/dev/null
+	DBS+=("$PGDB")
+	DATABASE=${PGURL%/*}/$PGDB
+}
+
 # start_hookgate PHASE [LEASE TIMEOUT]: writes the config for a fresh
 # database, with the given worker lease and destination timeout (default
 # 1m and 10s), and starts hookgate; sets BASE.
 start_hookgate() {
-	local dir=$TMP/$1
+	local dir=$TMP/$1 DATABASE
 	mkdir -p "$dir"
+	newdb "$1"
 	cat >"$dir/hookgate.yaml" <<EOF
 listen: 127.0.0.1:0
-database: sqlite:$dir/hookgate.db
+database: $DATABASE
 workers: $WORKERS
 batch: 200
 lease: ${2:-1m}
@@ -129,6 +183,47 @@ stop_hookgate() {
 	kill -TERM "$HOOKGATE_PID"
 	wait "$HOOKGATE_PID" || echo "hookgate exited with status $? on SIGTERM (see $LOGS/process-hookgate-$1.log)" >&2
 	HOOKGATE_PID=
+}
+
+# pg_ticks: prints "PID TICKS" for each PostgreSQL backend connected to
+# the phase's database: its CPU time so far, in clock ticks.
+pg_ticks() {
+	local pid ticks
+	for pid in $(psql -qAt "$PGURL" -c "SELECT pid FROM pg_stat_activity WHERE datname = '$PGDB'"); do
+		# A backend may end between the query and the read.
+		if ticks=$(cpu_ticks "$pid" 2>/dev/null); then
+			echo "$pid $ticks"
+		fi
+	done
+}
+
+# cpu_start LABEL: reads the CPU time of hookgate, and on PostgreSQL of the
+# phase database's backends, at the start of the stretch LABEL.
+cpu_start() {
+	CPU_TICKS=$(cpu_ticks "$HOOKGATE_PID")
+	if [[ $DB == postgres ]]; then
+		pg_ticks >"$TMP/$1-pg-before"
+	fi
+}
+
+# cpu_stop LABEL EVENTS: ends the stretch LABEL and writes
+# $RESULTS/LABEL-cpu.json: hookgate's CPU time since cpu_start per event of
+# EVENTS, and on PostgreSQL the backends' (db_cpu_s, db_us_per_event): for
+# each backend connected at the end, its CPU time less what it had at the
+# start, if it was connected then.
+cpu_stop() {
+	local after json ticks
+	after=$(cpu_ticks "$HOOKGATE_PID")
+	json=$(cpu_per_event "$CPU_TICKS" "$after" "$2")
+	if [[ $DB == postgres ]]; then
+		pg_ticks >"$TMP/$1-pg-after"
+		ticks=$(awk 'NR == FNR { t0[$1] = $2; next } { n += $2 - t0[$1] } END { printf "%d\n", n }' \
+			"$TMP/$1-pg-before" "$TMP/$1-pg-after")
+		json=$(jq -c --argjson ticks "$ticks" --argjson hz "$(getconf CLK_TCK)" '
+			($ticks / $hz) as $s
+			| . + {db_cpu_s: $s, db_us_per_event: (if .events > 0 then $s * 1e6 / .events | round else null end)}' <<<"$json")
+	fi
+	echo "$json" >"$RESULTS/$1-cpu.json"
 }
 
 sink_stats() {
@@ -185,23 +280,27 @@ echo "building into $OUT"
 go build -o "$OUT/hookgate" ./cmd/hookgate
 go build -o "$OUT/loadgen" ./bench/loadgen
 go build -o "$OUT/sink" ./bench/sink
-echo "config: workers $WORKERS, batch 200, entity apply on, 1 destination (on: event) on loopback; loadgen -c $CONNS -size $SIZE -dup 0 -stamp"
+echo "config: $DB inbox, workers $WORKERS, batch 200, entity apply on, 1 destination (on: event) on loopback; loadgen -c $CONNS -size $SIZE -dup 0 -stamp"
 start process-sink SINK_PID "$OUT/sink" -listen 127.0.0.1:0
 SINK=$URL
 
 # Phase 1: drain.
 curl -fsS -X POST --max-time 5 "$SINK/hold"
 start_hookgate drain 10m 5m
+cpu_start fill
 loadgen_run drain -n "$EVENTS" -d 1h
+cpu_stop fill "$(jq .accepted "$RESULTS/drain-loadgen.json")"
 check_loadgen drain
 if (($(jq .accepted "$RESULTS/drain-loadgen.json") != EVENTS)); then
 	echo "drain: loadgen got $(jq .accepted "$RESULTS/drain-loadgen.json") 202s for $EVENTS events" >&2
 	exit 1
 fi
 held=$(sink_stats | jq .held)
+cpu_start drain
 release_ns=$(date +%s%N)
 curl -fsS -X POST --max-time 5 "$SINK/release"
 wait_delivered "$EVENTS" drain
+cpu_stop drain "$EVENTS"
 sink_stats >"$RESULTS/drain-sink.json"
 stop_hookgate drain
 drain_last_ns=$(date -d "$(jq -r .last_at "$RESULTS/drain-sink.json")" +%s%N)
@@ -210,6 +309,7 @@ drain_s=$(jq -n "($drain_last_ns - $release_ns) / 1e9")
 # Phase 2: throughput with intake and processing overlapping.
 curl -fsS -X POST --max-time 5 "$SINK/reset"
 start_hookgate throughput
+cpu_start throughput
 loadgen_run throughput -n "$EVENTS" -d 1h
 intake_end_ns=$(date +%s%N)
 check_loadgen throughput
@@ -219,6 +319,7 @@ if ((accepted != EVENTS)); then
 	exit 1
 fi
 wait_delivered "$accepted" throughput
+cpu_stop throughput "$accepted"
 sink_stats >"$RESULTS/throughput-sink.json"
 stop_hookgate throughput
 last_ns=$(date -d "$(jq -r .last_at "$RESULTS/throughput-sink.json")" +%s%N)
@@ -231,28 +332,38 @@ fi
 # Phase 3: steady load.
 curl -fsS -X POST --max-time 5 "$SINK/reset"
 start_hookgate steady
+cpu_start steady
 loadgen_run steady -rate "$RATE" -d "$DURATION"
 check_loadgen steady
 steady_accepted=$(jq .accepted "$RESULTS/steady-loadgen.json")
 wait_delivered "$steady_accepted" steady
+cpu_stop steady "$steady_accepted"
 sink_stats >"$RESULTS/steady-sink.json"
 stop_hookgate steady
 
+# The server CPU line of a stretch's $RESULTS/LABEL-cpu.json.
+cpu='def cpu(what): "\(what)\(.us_per_event) µs per event (\(.cpu_s) s for \(.events))"
+	+ if .db_cpu_s == null then "" else "; PostgreSQL backends \(.db_us_per_event) µs per event (\(.db_cpu_s) s)" end;'
+
 echo
-jq -r --argjson s "$drain_s" --argjson held "$held" '
-	"phase 1, drain of a full inbox: \(.[1].distinct) events (\(.[1].deliveries) deliveries, \(.[1].deliveries - .[1].distinct) repeated; \($held) deliveries held in flight at the release)",
+jq -r --arg db "$DB" --argjson s "$drain_s" --argjson held "$held" "$cpu"'
+	"phase 1, drain of a full inbox (\($db)): \(.[1].distinct) events (\(.[1].deliveries) deliveries, \(.[1].deliveries - .[1].distinct) repeated; \($held) deliveries held in flight at the release)",
 	"  fill: loadgen accepted \(.[0].accepted_per_s | floor) events/s (\(.[0].seconds * 100 | round / 100) s)",
-	"  drained                \(.[1].deliveries / $s | floor) events/s (release to last delivery: \($s * 100 | round / 100) s)  (target >= 5000)"
-' <(jq -s . "$RESULTS/drain-loadgen.json" "$RESULTS/drain-sink.json")
-jq -r --argjson tail "$tail_s" '
-	"phase 2, throughput, intake and processing overlapping: \(.[1].distinct) events (\(.[1].deliveries) deliveries, \(.[1].deliveries - .[1].distinct) repeated)",
+	(.[2] | cpu("  fill: server CPU       ")),
+	"  drained                \(.[1].deliveries / $s | floor) events/s (release to last delivery: \($s * 100 | round / 100) s)  (target >= 5000)",
+	(.[3] | cpu("  drain: server CPU      "))
+' <(jq -s . "$RESULTS/drain-loadgen.json" "$RESULTS/drain-sink.json" "$RESULTS/fill-cpu.json" "$RESULTS/drain-cpu.json")
+jq -r --arg db "$DB" --argjson tail "$tail_s" "$cpu"'
+	"phase 2, throughput, intake and processing overlapping (\($db)): \(.[1].distinct) events (\(.[1].deliveries) deliveries, \(.[1].deliveries - .[1].distinct) repeated)",
 	"  loadgen accepted       \(.[0].accepted_per_s | floor) events/s (\(.[0].seconds * 100 | round / 100) s, intake p99 \(.[0].p99_ms * 100 | round / 100) ms)",
-	"  sink delivered         \(.[1].per_s | floor) events/s (first to last delivery: \(.[1].seconds * 100 | round / 100) s)  (target >= 5000)",
+	"  sink delivered         \(.[1].per_s | floor) events/s (first to last delivery: \(.[1].seconds * 100 | round / 100) s), \(.[1].per_s / .[0].accepted_per_s * 100 | round / 100) x accepted/s  (target >= 0.9)",
 	"  tail after intake end  \($tail * 1000 | round) ms",
-	"  send -> delivery       p50 \(.[1].p50_ms | round) ms, p99 \(.[1].p99_ms | round) ms, max \(.[1].max_ms | round) ms (at full intake speed)"
-' <(jq -s . "$RESULTS/throughput-loadgen.json" "$RESULTS/throughput-sink.json")
-jq -r --arg rate "$RATE" '
-	"phase 3, steady load at -rate \($rate)/s for \(.[0].seconds * 100 | round / 100) s: \(.[1].distinct) events (\(.[1].deliveries) deliveries)",
-	"  loadgen accepted       \(.[0].accepted_per_s | floor) events/s, intake p50 \(.[0].p50_ms * 100 | round / 100) ms, p99 \(.[0].p99_ms * 100 | round / 100) ms",
-	"  send -> delivery       p50 \(.[1].p50_ms * 100 | round / 100) ms, p99 \(.[1].p99_ms * 100 | round / 100) ms, max \(.[1].max_ms * 100 | round / 100) ms"
-' <(jq -s . "$RESULTS/steady-loadgen.json" "$RESULTS/steady-sink.json")
+	"  send -> delivery       p50 \(.[1].p50_ms | round) ms, p99 \(.[1].p99_ms | round) ms, max \(.[1].max_ms | round) ms (at full intake speed; target p50 <= 500)",
+	(.[2] | cpu("  server CPU             "))
+' <(jq -s . "$RESULTS/throughput-loadgen.json" "$RESULTS/throughput-sink.json" "$RESULTS/throughput-cpu.json")
+jq -r --arg db "$DB" --arg rate "$RATE" "$cpu"'
+	"phase 3, steady load (\($db)) at -rate \($rate)/s for \(.[0].seconds * 100 | round / 100) s: \(.[1].distinct) events (\(.[1].deliveries) deliveries)",
+	"  loadgen accepted       \(.[0].accepted_per_s | floor) events/s, intake p50 \(.[0].p50_ms * 100 | round / 100) ms, p99 \(.[0].p99_ms * 100 | round / 100) ms  (target p99 <= 25 at 1000/s)",
+	"  send -> delivery       p50 \(.[1].p50_ms * 100 | round / 100) ms, p99 \(.[1].p99_ms * 100 | round / 100) ms, max \(.[1].max_ms * 100 | round / 100) ms  (target p99 <= 100 at 1000/s)",
+	(.[2] | cpu("  server CPU             "))
+' <(jq -s . "$RESULTS/steady-loadgen.json" "$RESULTS/steady-sink.json" "$RESULTS/steady-cpu.json")
