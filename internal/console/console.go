@@ -2,6 +2,7 @@ package console
 
 import (
 	"bytes"
+	"context"
 	"embed"
 	"errors"
 	"fmt"
@@ -84,8 +85,8 @@ type console struct {
 	pages     map[string]*template.Template
 	tail      chan struct{}
 	tailEvery time.Duration
-	// hour and day read the charts' activity; nil when the store counts
-	// none.
+	// hour and day read the charts' activity, by minute and by hour;
+	// nil when the store counts none.
 	hour, day *activityCache
 	// client posts test events to the intake; it never follows a
 	// redirect, which would turn the POST into a GET.
@@ -127,7 +128,9 @@ func New(opts Options) (http.Handler, error) {
 		return nil, err
 	}
 	if r, ok := opts.Store.(inbox.ActivityReader); ok {
-		c.hour = newActivityCache(r, time.Minute, 60)
+		// Two minutes more than the hour shown: the day's hours not
+		// closed yet are summed from them.
+		c.hour = newActivityCache(r, time.Minute, 62)
 		c.day = newActivityCache(r, time.Hour, 24)
 	}
 
@@ -149,6 +152,7 @@ func New(opts Options) (http.Handler, error) {
 	mux.Handle("POST /ui/sources/{name}/test", c.signedIn(c.sendTest))
 	mux.Handle("GET /ui/destinations/{name}", c.signedIn(c.destinationPage))
 	mux.Handle("POST /ui/destinations/{name}/hold", c.signedIn(c.hold))
+	mux.Handle("GET /ui/incidents", c.signedIn(c.incidentsPage))
 	mux.Handle("GET /ui/tail", c.signedIn(c.tailPage))
 	mux.Handle("GET /ui/tail/stream", c.signedIn(c.tailStream))
 	mux.Handle("/ui/", c.signedIn(func(_ http.ResponseWriter, r *http.Request, _ *session) error {
@@ -226,11 +230,26 @@ type page struct {
 	// Flash is what the POST before this page did; nil after a GET.
 	Flash *flash
 	Data  any
+	// Open counts the open incidents, for the banner every signed-in
+	// page shows while any is open.
+	Open int
 }
+
+// incidentsTimeout bounds the read of the open incidents for a page's
+// banner.
+const incidentsTimeout = 2 * time.Second
 
 // render writes the named page, executed into a buffer first so that a
 // failing template answers 500 instead of half a page.
 func (c *console) render(w http.ResponseWriter, name string, p page) error {
+	if inc, ok := c.store.(inbox.Incidents); ok && p.CSRF != "" {
+		// The page shows without the banner when they cannot be read.
+		ctx, cancel := context.WithTimeout(context.Background(), incidentsTimeout)
+		if open, err := inc.ListIncidents(ctx, false, IncidentsShown); err == nil {
+			p.Open = len(open)
+		}
+		cancel()
+	}
 	var buf bytes.Buffer
 	if err := c.pages[name].ExecuteTemplate(&buf, "layout", p); err != nil {
 		return fmt.Errorf("render %s: %w", name, err)

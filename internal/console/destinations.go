@@ -33,6 +33,8 @@ type destinationData struct {
 	CanHold, Logged bool
 	// Attempts are the newest attempts, newest first.
 	Attempts []inbox.Attempt
+	// Incidents are the destination's open incidents.
+	Incidents []incidentRow
 }
 
 // destinationPage shows one destination (by name, across the sources that
@@ -62,6 +64,7 @@ func (c *console) destinationPage(w http.ResponseWriter, r *http.Request, sess *
 		return &httpError{code: http.StatusNotFound, msg: "no destination " + name}
 	}
 	d.Held = !slices.ContainsFunc(d.Lanes, func(l destinationLane) bool { return !l.Held })
+	d.Incidents = c.openIncidents(r.Context(), func(i inbox.Incident) bool { return i.Destination == name })
 	_, d.CanHold = c.store.(inbox.LaneHolder)
 	if log, ok := c.store.(inbox.AttemptLog); ok {
 		d.Logged = true

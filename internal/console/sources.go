@@ -57,6 +57,8 @@ type sourceInfo struct {
 	// PathTenant reports that the source's URL ends in a tenant, which
 	// the test event's form asks for.
 	PathTenant bool
+	// Incidents are the source's open incidents.
+	Incidents []incidentRow
 }
 
 type destinationInfo struct {
@@ -69,6 +71,7 @@ func (c *console) sourcesPage(w http.ResponseWriter, r *http.Request, sess *sess
 		base = "https://" + r.Host
 	}
 	out := make([]sourceInfo, 0, len(c.sources))
+	open := c.openIncidents(r.Context(), func(inbox.Incident) bool { return true })
 	for _, s := range c.sources {
 		note := presetNotes[s.Provider]
 		info := sourceInfo{Name: s.Name, Provider: s.Provider, URL: s.PublicURL, Signed: note.signed,
@@ -107,6 +110,11 @@ func (c *console) sourcesPage(w http.ResponseWriter, r *http.Request, sess *sess
 		}
 		if len(last) > 0 {
 			info.Last = last[0].ReceivedAt
+		}
+		for _, inc := range open {
+			if inc.Source == s.Name {
+				info.Incidents = append(info.Incidents, inc)
+			}
 		}
 		out = append(out, info)
 	}
