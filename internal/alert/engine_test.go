@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/hookgate/hookgate/dedupe"
 	"github.com/hookgate/hookgate/internal/alert"
 	"github.com/hookgate/hookgate/internal/config"
@@ -65,6 +67,32 @@ type bundle struct {
 	engine *alert.Engine
 	clock  *clock
 	slack  *recorder
+	reg    *prometheus.Registry
+}
+
+// metric returns the value of the metric name with label=value.
+func (b *bundle) metric(t *testing.T, name, label, value string) float64 {
+	t.Helper()
+	mfs, err := b.reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == label && l.GetValue() == value {
+					if m.GetGauge() != nil {
+						return m.GetGauge().GetValue()
+					}
+					return m.GetCounter().GetValue()
+				}
+			}
+		}
+	}
+	return -1
 }
 
 // setup opens a SQLite inbox and an engine on it whose one channel is a
@@ -80,12 +108,13 @@ func setup(t *testing.T, sources ...config.Source) *bundle {
 	a := config.Default().Alerts
 	a.Channels = []config.AlertChannel{{Name: "ops-slack", Type: config.ChannelSlack}}
 	rec := &recorder{}
+	reg := prometheus.NewRegistry()
 	e, err := alert.New(alert.Options{Store: store, Incidents: store, Alerts: a, Sources: sources,
-		Senders: map[string]alert.Sender{"ops-slack": rec}, Now: c.Now, Owner: "test"})
+		Senders: map[string]alert.Sender{"ops-slack": rec}, Now: c.Now, Owner: "test", Registry: reg})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &bundle{store: store, engine: e, clock: c, slack: rec}
+	return &bundle{store: store, engine: e, clock: c, slack: rec, reg: reg}
 }
 
 // check runs one check and sends what it queued.
@@ -127,6 +156,9 @@ func TestOpenRemindResolve(t *testing.T) {
 	b.lane(t, inbox.LaneFailing, 5)
 	b.check(t)
 	equal(t, b.slack.changes(), "destination.failing opened")
+	if open, sent := b.metric(t, "hookgate_incidents_open", "kind", "destination.failing"), b.metric(t, "hookgate_alerts_sent_total", "channel", "ops-slack"); open != 1 || sent != 1 {
+		t.Errorf("hookgate_incidents_open = %v, hookgate_alerts_sent_total = %v; want 1 and 1", open, sent)
+	}
 	for range 3 {
 		b.clock.Advance(time.Hour)
 		b.check(t)
