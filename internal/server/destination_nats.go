@@ -1,0 +1,4 @@
+package server
+
+// NATS JetStream destinations (nats://, tls://) can be delivered to.
+import _ "github.com/hookgate/hookgate/internal/deliver/natsjs"
