@@ -2,10 +2,18 @@ package rabbitmq_test
 
 import (
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
 	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
 	"encoding/hex"
+	"encoding/pem"
 	"errors"
 	"fmt"
+	"io"
+	"math/big"
 	"net"
 	"net/url"
 	"os"
@@ -504,5 +512,97 @@ func TestClosed(t *testing.T) {
 	}
 	if out := s.Send(t.Context(), delivertest.Message("msg_closed")); out.Delivered || out.Err == nil {
 		t.Errorf("Send after Close = %+v, want a failure", out)
+	}
+}
+
+// tlsFront terminates TLS in front of the test broker, with a
+// self-signed certificate for 127.0.0.1, until t ends. It returns its
+// address and the certificate's PEM file.
+func tlsFront(t *testing.T) (addr, caFile string) {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "127.0.0.1"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature,
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}, IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)},
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	caFile = t.TempDir() + "/ca.pem"
+	if err := os.WriteFile(caFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ln, err := tls.Listen("tcp", "127.0.0.1:0", &tls.Config{Certificates: []tls.Certificate{{Certificate: [][]byte{der}, PrivateKey: key}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	u, err := url.Parse(brokerURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var conns []net.Conn
+	wg.Go(func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			up, err := net.Dial("tcp", u.Host)
+			if err != nil {
+				c.Close()
+				continue
+			}
+			mu.Lock()
+			conns = append(conns, c, up)
+			mu.Unlock()
+			wg.Go(func() { io.Copy(up, c); up.Close() })
+			wg.Go(func() { io.Copy(c, up); c.Close() })
+		}
+	})
+	t.Cleanup(func() {
+		ln.Close()
+		mu.Lock()
+		for _, c := range conns {
+			c.Close()
+		}
+		mu.Unlock()
+		wg.Wait()
+	})
+	return ln.Addr().String(), caFile
+}
+
+// amqps:// connects over TLS, verifying the broker's certificate against
+// the URL's cacertfile; a certificate it does not trust is a retryable
+// failure.
+func TestTLS(t *testing.T) {
+	t.Parallel()
+	p := newPlace(t, "#", nil)
+	addr, caFile := tlsFront(t)
+	u, err := url.Parse(withHost(t, addr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	u.Scheme, u.RawQuery = "amqps", url.Values{"cacertfile": {caFile}}.Encode()
+	if out := open(t, destination(u.String(), p.exchange)).Send(t.Context(), delivertest.Message("msg_tls")); !out.Delivered {
+		t.Fatalf("Send over TLS = %+v, want delivered", out)
+	}
+	// Another front's certificate, which this front does not have.
+	_, otherCA := tlsFront(t)
+	u.RawQuery = url.Values{"cacertfile": {otherCA}}.Encode()
+	out := open(t, destination(u.String(), p.exchange)).Send(t.Context(), delivertest.Message("msg_untrusted"))
+	if out.Delivered || !out.Retryable || out.Err == nil || !strings.Contains(out.Err.Error(), "certificate") {
+		t.Errorf("Send to a broker whose certificate is not trusted = %+v, want a retryable certificate failure", out)
+	}
+	got, err := p.read(t.Context())
+	if err != nil || len(got) != 1 || got[0].MessageId != "msg_tls" {
+		t.Errorf("read %d messages (%v), want msg_tls alone", len(got), err)
 	}
 }
