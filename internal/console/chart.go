@@ -48,8 +48,12 @@ func floorTo(t time.Time, step time.Duration) time.Time {
 }
 
 // read returns the n intervals up to the one holding now, oldest first,
-// with zero counts where nothing happened.
-func (a *activityCache) read(ctx context.Context, now time.Time) ([]inbox.Activity, error) {
+// with zero counts where nothing happened. finer, when it holds shorter
+// intervals reaching back to the oldest interval not closed yet, gives
+// the counts of those (summed), so the store is read for closed
+// intervals only, and only when one closed since the last read; nil, the
+// store is read for them too.
+func (a *activityCache) read(ctx context.Context, now time.Time, finer []inbox.Activity) ([]inbox.Activity, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	first := floorTo(now, a.step).Add(-time.Duration(a.n-1) * a.step)
@@ -60,18 +64,39 @@ func (a *activityCache) read(ctx context.Context, now time.Time) ([]inbox.Activi
 		clear(a.closed)
 		a.fullAt = now
 	}
-	got, err := a.reader.Activity(ctx, from, a.step)
-	if err != nil {
-		a.fullAt = time.Time{}
-		return nil, err
-	}
 	closedBefore := floorTo(now.Add(-settleFor), a.step)
+	covered := len(finer) > 0 && !finer[0].Start.After(closedBefore)
 	open := map[int64]inbox.Activity{}
-	for _, act := range got {
-		if act.Start.Before(closedBefore) {
-			a.closed[act.Start.Unix()] = act
-		} else {
-			open[act.Start.Unix()] = act
+	if !covered || closedBefore.After(from) {
+		var until time.Time
+		if covered {
+			until = closedBefore
+		}
+		got, err := a.reader.Activity(ctx, from, until, a.step)
+		if err != nil {
+			a.fullAt = time.Time{}
+			return nil, err
+		}
+		for _, act := range got {
+			if act.Start.Before(closedBefore) {
+				a.closed[act.Start.Unix()] = act
+			} else {
+				open[act.Start.Unix()] = act
+			}
+		}
+	}
+	if covered {
+		for _, f := range finer {
+			at := floorTo(f.Start, a.step)
+			if at.Before(closedBefore) {
+				continue
+			}
+			sum := open[at.Unix()]
+			sum.Received += f.Received
+			sum.Duplicates += f.Duplicates
+			sum.Processed += f.Processed
+			sum.Dead += f.Dead
+			open[at.Unix()] = sum
 		}
 	}
 	if closedBefore.After(from) {

@@ -66,23 +66,26 @@ func TestChartAxes(t *testing.T) {
 	}
 }
 
-// sinceLog is the store's ActivityReader, noting where each read starts.
-type sinceLog struct {
+// readLog is the store's ActivityReader, noting what each read asks.
+type readLog struct {
 	inbox.ActivityReader
-	since []time.Time
+	reads [][2]time.Time
 }
 
-func (s *sinceLog) Activity(ctx context.Context, since time.Time, step time.Duration) ([]inbox.Activity, error) {
-	s.since = append(s.since, since)
-	return s.ActivityReader.Activity(ctx, since, step)
+func (l *readLog) Activity(ctx context.Context, since, until time.Time, step time.Duration) ([]inbox.Activity, error) {
+	l.reads = append(l.reads, [2]time.Time{since, until})
+	return l.ActivityReader.Activity(ctx, since, until, step)
 }
 
-// The cache reads the whole period once, then only from the last closed
-// interval, and the whole period again after rereadEvery; what it shows
-// is what a fresh read of the store shows.
+// The minute cache reads the whole period once, then only from the last
+// closed minute, and the whole period again after rereadEvery; the hour
+// cache reads the store only for hours that closed, and sums the open
+// hour from the minutes. What each shows is what a fresh read of the
+// store shows.
 func TestActivityCache(t *testing.T) {
 	t.Parallel()
-	clock := dedupetest.NewClock(time.Date(2026, 3, 1, 12, 0, 30, 0, time.UTC))
+	at := func(h, m int) time.Time { return time.Date(2026, 3, 1, h, m, 0, 0, time.UTC) }
+	clock := dedupetest.NewClock(at(12, 0).Add(30 * time.Second))
 	store, err := sqlite.Open(filepath.Join(t.TempDir(), "inbox.db"), sqlite.Options{Now: clock.Now})
 	if err != nil {
 		t.Fatal(err)
@@ -95,45 +98,68 @@ func TestActivityCache(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	log := &sinceLog{ActivityReader: store}
-	cache := newActivityCache(log, time.Minute, 60)
-	read := func() []inbox.Activity {
+	minuteLog, hourLog := &readLog{ActivityReader: store}, &readLog{ActivityReader: store}
+	minutes, hours := newActivityCache(minuteLog, time.Minute, 62), newActivityCache(hourLog, time.Hour, 24)
+	read := func() ([]inbox.Activity, []inbox.Activity) {
 		t.Helper()
-		got, err := cache.read(t.Context(), clock.Now())
+		m, err := minutes.read(t.Context(), clock.Now(), nil)
 		if err != nil {
 			t.Fatal(err)
 		}
-		fresh, err := newActivityCache(store, time.Minute, 60).read(t.Context(), clock.Now())
+		h, err := hours.read(t.Context(), clock.Now(), m)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !slices.Equal(got, fresh) {
-			t.Errorf("the cache shows %v, a fresh read %v", got, fresh)
+		for _, c := range []struct {
+			got       []inbox.Activity
+			step      time.Duration
+			n         int
+			cacheName string
+		}{{m, time.Minute, 62, "minutes"}, {h, time.Hour, 24, "hours"}} {
+			fresh, err := newActivityCache(store, c.step, c.n).read(t.Context(), clock.Now(), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(c.got, fresh) {
+				t.Errorf("at %v the %s cache shows %v, a fresh read %v", clock.Now(), c.cacheName, c.got, fresh)
+			}
 		}
-		return got
+		return m, h
 	}
 	accept("a")
 	read()
 	clock.Advance(5 * time.Minute)
 	accept("b")
-	acts := read()
+	read()
 	clock.Advance(time.Minute)
 	accept("c")
+	m, h := read()
+	if m[55].Received != 1 || m[60].Received != 1 || m[61].Received != 1 || h[23].Received != 3 {
+		t.Errorf("minutes %v, hours %v: want an event at 12:00, 12:05 and 12:06", m[55:], h[22:])
+	}
+	want := [][2]time.Time{{at(10, 59), {}}, {at(11, 59), {}}, {at(12, 4), {}}}
+	if !slices.Equal(minuteLog.reads, want) {
+		t.Errorf("minute reads %v, want %v", minuteLog.reads, want)
+	}
+	want = [][2]time.Time{{at(13, 0).Add(-24 * time.Hour), at(11, 0)}, {at(11, 0), at(12, 0)}}
+	if !slices.Equal(hourLog.reads, want) {
+		t.Errorf("hour reads %v, want %v: each closed hour once", hourLog.reads, want)
+	}
+
+	clock.Advance(54 * time.Minute)
+	accept("d")
 	read()
-	if acts[59].Received != 1 || acts[54].Received != 1 {
-		t.Errorf("minutes %v, want one event at 12:00 and one at 12:05", acts[50:])
+	clock.Advance(time.Minute)
+	_, h = read()
+	if h[22].Received != 3 || h[23].Received != 1 {
+		t.Errorf("hours %v, want 3 events at 12:00 and 1 at 13:00", h[22:])
 	}
-	want := []time.Time{
-		time.Date(2026, 3, 1, 11, 1, 0, 0, time.UTC),  // the hour up to 12:00
-		time.Date(2026, 3, 1, 11, 59, 0, 0, time.UTC), // closed up to 11:59 at 12:00:30
-		time.Date(2026, 3, 1, 12, 4, 0, 0, time.UTC),  // closed up to 12:04 at 12:05:30
-	}
-	if !slices.EqualFunc(log.since, want, time.Time.Equal) {
-		t.Errorf("reads from %v, want %v", log.since, want)
+	if last := hourLog.reads[len(hourLog.reads)-1]; !last[0].Equal(at(12, 0)) || !last[1].Equal(at(13, 0)) {
+		t.Errorf("once 12:00 closed the hour cache read %v, want 12:00 to 13:00", last)
 	}
 	clock.Advance(rereadEvery)
 	read()
-	if last := log.since[len(log.since)-1]; !last.Equal(time.Date(2026, 3, 1, 11, 17, 0, 0, time.UTC)) {
-		t.Errorf("after %v the read starts at %v, want the whole hour again", rereadEvery, last)
+	if last := minuteLog.reads[len(minuteLog.reads)-1]; !last[0].Equal(at(12, 10)) {
+		t.Errorf("after %v the minute read starts at %v, want the whole period again", rereadEvery, last[0])
 	}
 }

@@ -49,15 +49,15 @@ func (c *console) overview(w http.ResponseWriter, r *http.Request, sess *session
 		Statuses: statuses}
 	if c.hour != nil {
 		now := c.now()
-		hour, err := c.hour.read(r.Context(), now)
+		minutes, err := c.hour.read(r.Context(), now, nil)
 		if err != nil {
 			return err
 		}
-		day, err := c.day.read(r.Context(), now)
+		day, err := c.day.read(r.Context(), now, minutes)
 		if err != nil {
 			return err
 		}
-		h := newChart("Last hour", "events per minute", hour, time.Minute, 10)
+		h := newChart("Last hour", "events per minute", minutes[len(minutes)-60:], time.Minute, 10)
 		dd := newChart("Last 24 hours", "events per hour", day, time.Hour, 3)
 		d.Hour, d.Day = &h, &dd
 	}

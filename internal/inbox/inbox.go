@@ -439,10 +439,12 @@ const ActivityKept = 48 * time.Hour
 // or died, and duplicates from counts kept by minute.
 type ActivityReader interface {
 	// Activity returns, oldest first, the intervals of length step (a
-	// whole number of minutes) from since to now in which anything
-	// happened. Intervals start at multiples of step since the Unix
-	// epoch, so since is rounded down to one.
-	Activity(ctx context.Context, since time.Time, step time.Duration) ([]Activity, error)
+	// whole number of minutes) from since until until (the zero time:
+	// now) in which anything happened. Intervals start at multiples of
+	// step since the Unix epoch, so since is rounded down to one; what
+	// happened at until or later is not counted, so an until that is not
+	// a multiple of step leaves its interval partly counted.
+	Activity(ctx context.Context, since, until time.Time, step time.Duration) ([]Activity, error)
 }
 
 // ErrBadStep is returned by Activity for a step that is not a positive
