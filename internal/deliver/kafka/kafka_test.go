@@ -13,6 +13,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/twmb/franz-go/pkg/sasl/plain"
 	"github.com/twmb/franz-go/pkg/sasl/scram"
 	"go.uber.org/goleak"
@@ -214,6 +215,25 @@ func TestRefused(t *testing.T) {
 	m.Type = "orders/create"
 	if out := byType.Send(t.Context(), m); out.Delivered || out.Retryable || out.Err == nil || !strings.Contains(out.Err.Error(), "hooks.orders/create") {
 		t.Errorf("Send to topic hooks.orders/create = %+v, want refused, naming the topic", out)
+	}
+}
+
+// A user the broker does not let write to the topic may be granted it:
+// the attempt fails retryably, and counts toward pausing the destination.
+func TestNotAllowedIsRetried(t *testing.T) {
+	t.Parallel()
+	acl := func(resource kmsg.ACLResourceType, name string, op kmsg.ACLOperation) kfake.ACL {
+		return kfake.ACL{Resource: resource, Name: name, Pattern: kmsg.ACLResourcePatternTypeLiteral, Operation: op, Allow: true}
+	}
+	c := kafkatest.Start(t, kfake.EnableSASL(), kfake.EnableACLs(), kfake.Superuser("PLAIN", "admin", "admin"),
+		kfake.User("PLAIN", "app", "app-pass", acl(kmsg.ACLResourceTypeTopic, "hooks", kmsg.ACLOperationRead),
+			acl(kmsg.ACLResourceTypeCluster, "kafka-cluster", kmsg.ACLOperationIdempotentWrite)),
+		kfake.SeedTopics(1, "hooks"))
+	send := open(t, config.Destination{Name: "log", URL: "kafka://app@" + c.Addr + "?sasl=plain", Topic: "hooks",
+		Password: config.NewSecret("app-pass"), Timeout: config.Duration(2 * time.Second)})
+	out := send.Send(t.Context(), delivertest.Message("msg_denied"))
+	if out.Delivered || !out.Retryable || out.Err == nil || !strings.Contains(out.Err.Error(), "TOPIC_AUTHORIZATION_FAILED") {
+		t.Errorf("Send = %+v, want a retryable failure saying TOPIC_AUTHORIZATION_FAILED", out)
 	}
 }
 

@@ -128,15 +128,14 @@ func (s *Sender) outcome(r *kgo.Record, err error) deliver.Outcome {
 	return deliver.Outcome{Retryable: !refused(err), Err: fmt.Errorf("deliver to %s: topic %s: %w", s.name, r.Topic, err)}
 }
 
-// refusals are the broker's answers that the same record will get on
-// every attempt until someone changes the record, the topic or the
-// credentials. Other errors, an unknown topic among them (it may be being
-// created, or its leader moving), are worth another attempt.
-var refusals = []error{
-	kerr.MessageTooLarge, kerr.RecordListTooLarge, kerr.InvalidRecord, kerr.InvalidTopicException,
-	kerr.PolicyViolation, kerr.TopicAuthorizationFailed, kerr.ClusterAuthorizationFailed,
-	kerr.SaslAuthenticationFailed, kerr.UnsupportedSaslMechanism,
-}
+// refusals are the broker's answers about the record itself, which it
+// will give on every attempt: too large, invalid, or for a topic name
+// Kafka does not take. Everything else is retried, as what is wrong is
+// on the broker and may be put right there: a topic that does not exist
+// yet (or whose leader is moving), refused credentials, a user not
+// allowed to write to the topic; their failures count toward pausing the
+// destination.
+var refusals = []error{kerr.MessageTooLarge, kerr.RecordListTooLarge, kerr.InvalidRecord, kerr.InvalidTopicException}
 
 func refused(err error) bool {
 	return slices.ContainsFunc(refusals, func(r error) bool { return errors.Is(err, r) })
