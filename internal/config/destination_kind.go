@@ -87,6 +87,7 @@ func (d Destination) checkKind(add func(field, format string, args ...any)) {
 	unused("topic", kind != KindKafka && d.Topic != "")
 	unused("password", kind == KindHTTP && !d.Password.IsZero())
 	unused("headers", kind != KindHTTP && len(d.Headers) > 0)
+	unused("secret", kind != KindHTTP && !d.Secret.IsZero())
 	switch kind {
 	case KindNATS:
 		template("subject", d.Subject, true)

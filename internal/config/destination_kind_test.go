@@ -54,6 +54,7 @@ func TestDestinationKindErrors(t *testing.T) {
 		{"password in a broker url", dest("        url: amqp://guest:guest@127.0.0.1:5672/\n"), "destinations[0].url: the URL holds a password"},
 		{"subject on http", dest("        url: https://a.example.com/\n        subject: x\n"), "destinations[0].subject: not used by a http destination"},
 		{"headers on kafka", dest("        url: kafka://k:9092\n        topic: t\n        headers: {X-A: b}\n"), "destinations[0].headers: not used by a kafka destination"},
+		{"secret on a broker", dest("        url: nats://n:4222\n        subject: s\n        secret: env:APP_WEBHOOK_SECRET\n"), "destinations[0].secret: not used by a nats destination"},
 		{"unknown placeholder", dest("        url: nats://n:4222\n        subject: hooks.{event}\n"), `destinations[0].subject: "hooks.{event}": unknown placeholder {event}`},
 		{"wildcard subject", dest("        url: nats://n:4222\n        subject: hooks.>\n"), "a NATS subject to publish to has no spaces or wildcards"},
 		{"unknown scheme", dest("        url: ftp://files.example.com/\n"), `destinations[0].url: scheme "ftp": want an absolute http or https URL, or a broker's`},
