@@ -95,10 +95,13 @@ func (rc *receiver) ids() int {
 
 func testConfig(url string) config {
 	return config{
-		url:      url,
-		secret:   testSecret,
-		conns:    4,
-		duration: 200 * time.Millisecond,
+		url:    url,
+		secret: testSecret,
+		conns:  4,
+		// A count, not a time, ends the run: on a loaded machine 200 ms
+		// may pass before a request is answered.
+		count:    300,
+		duration: time.Minute,
 		timeout:  10 * time.Second,
 		size:     256,
 		label:    "test",
