@@ -1,4 +1,4 @@
 package server
 
-// NATS JetStream destinations (nats://, tls://) can be delivered to.
+// Linked so that serve can deliver to nats:// and tls:// destinations.
 import _ "github.com/hookgate/hookgate/internal/deliver/natsjs"

@@ -68,7 +68,11 @@ func New(d config.Destination) (*Sender, error) {
 	// (ReconnectBufSize -1): an attempt that cannot be sent fails now,
 	// rather than reaching the stream later, after it was reported failed.
 	opts := []nats.Option{nats.Name("hookgate"), nats.RetryOnFailedConnect(true), nats.MaxReconnects(-1), nats.ReconnectBufSize(-1),
-		nats.ReconnectErrHandler(s.lost), nats.DisconnectErrHandler(s.lost)}
+		nats.ReconnectErrHandler(s.lost), nats.DisconnectErrHandler(s.lost),
+		// nats.go writes the errors it finds outside a call to stderr;
+		// they are why the connection went down, for the next attempt to
+		// say.
+		nats.ErrorHandler(func(nc *nats.Conn, _ *nats.Subscription, err error) { s.lost(nc, err) })}
 	user, password := u.User.Username(), d.Password.Value()
 	switch {
 	case user != "":
