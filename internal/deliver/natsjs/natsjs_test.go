@@ -4,8 +4,17 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"math/big"
 	"net"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
@@ -288,15 +297,15 @@ func TestUnreachableSaysWhy(t *testing.T) {
 	}
 }
 
-// authServer starts a nats-server with JetStream that takes user with
-// password alone, and returns its address; it stops when t ends.
-func authServer(t *testing.T, user, password string) string {
+// natsServer starts a nats-server of t's own with JetStream and the
+// options args, and returns its address; it stops when t ends.
+func natsServer(t *testing.T, args ...string) string {
 	t.Helper()
 	bin, err := exec.LookPath("nats-server")
 	if err != nil {
 		natsjstest.Unavailable(t, "nats-server", err)
 	}
-	cmd := exec.Command(bin, "-a", "127.0.0.1", "-p", "-1", "--user", user, "--pass", password, "-js", "-sd", t.TempDir())
+	cmd := exec.Command(bin, append([]string{"-a", "127.0.0.1", "-p", "-1", "-js", "-sd", t.TempDir()}, args...)...)
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -332,7 +341,7 @@ func authServer(t *testing.T, user, password string) string {
 func TestPassword(t *testing.T) {
 	t.Parallel()
 	const user, password = "hookgate", "s3cret-Pa55"
-	addr := authServer(t, user, password)
+	addr := natsServer(t, "--user", user, "--pass", password)
 	nc, err := nats.Connect("nats://"+addr, nats.UserInfo(user, password))
 	if err != nil {
 		t.Fatal(err)
@@ -395,5 +404,134 @@ func TestClosed(t *testing.T) {
 	out := send.Send(t.Context(), delivertest.Message("msg_closed"))
 	if out.Delivered || out.Err == nil || !strings.Contains(out.Err.Error(), "closed") {
 		t.Errorf("Send after Close = %+v, want the connection closed", out)
+	}
+}
+
+// authority is a certificate authority made for one test.
+type authority struct {
+	cert *x509.Certificate
+	key  *ecdsa.PrivateKey
+	file string // its certificate, PEM
+}
+
+// newAuthority makes a CA and writes its certificate under dir.
+func newAuthority(t *testing.T, dir, name string) *authority {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: name},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cert, err := x509.ParseCertificate(der)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := &authority{cert: cert, key: key, file: filepath.Join(dir, name+".pem")}
+	writePEM(t, a.file, "CERTIFICATE", der)
+	return a
+}
+
+// issue writes a certificate signed by a for 127.0.0.1, for a server
+// and a client, and its key, under dir, and returns their files.
+func (a *authority) issue(t *testing.T, dir, name string) (certFile, keyFile string) {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: name},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+		IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)}, KeyUsage: x509.KeyUsageDigitalSignature,
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth}}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, a.cert, &key.PublicKey, a.key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pk, err := x509.MarshalPKCS8PrivateKey(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	certFile, keyFile = filepath.Join(dir, name+".pem"), filepath.Join(dir, name+"-key.pem")
+	writePEM(t, certFile, "CERTIFICATE", der)
+	writePEM(t, keyFile, "PRIVATE KEY", pk)
+	return certFile, keyFile
+}
+
+func writePEM(t *testing.T, path, typ string, der []byte) {
+	t.Helper()
+	if err := os.WriteFile(path, pem.EncodeToMemory(&pem.Block{Type: typ, Bytes: der}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// tls:// verifies the server against the CA of cacertfile and presents
+// the client certificate of certfile and keyfile, as the server
+// requires; a server whose CA is another's is not trusted, and a client
+// without a certificate is not let in.
+func TestTLS(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	ca := newAuthority(t, dir, "ca")
+	serverCert, serverKey := ca.issue(t, dir, "server")
+	clientCert, clientKey := ca.issue(t, dir, "client")
+	addr := natsServer(t, "--tlsverify", "--tlscert", serverCert, "--tlskey", serverKey, "--tlscacert", ca.file)
+	nc, err := nats.Connect("tls://"+addr, nats.RootCAs(ca.file), nats.ClientCert(clientCert, clientKey))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := js.CreateStream(t.Context(), jetstream.StreamConfig{Name: "HOOKS", Subjects: []string{"hooks.>"}, Storage: jetstream.MemoryStorage}); err != nil {
+		t.Fatal(err)
+	}
+	files := "?cacertfile=" + ca.file + "&certfile=" + clientCert + "&keyfile=" + clientKey
+	waitDelivered(t, open(t, "tls://"+addr+files, "hooks.{type}", ""), "msg_tls")
+
+	other := newAuthority(t, t.TempDir(), "other")
+	for name, u := range map[string]string{
+		"another CA":     "tls://" + addr + "?cacertfile=" + other.file + "&certfile=" + clientCert + "&keyfile=" + clientKey,
+		"no client cert": "tls://" + addr + "?cacertfile=" + ca.file,
+	} {
+		send := open(t, u, "hooks.{type}", "")
+		deadline := time.Now().Add(20 * time.Second)
+		for {
+			out := send.Send(t.Context(), delivertest.Message("msg_untrusted"))
+			if out.Delivered || !out.Retryable || out.Err == nil {
+				t.Fatalf("%s: Send = %+v, want a retryable failure", name, out)
+			}
+			// The reason comes once the connection was tried again.
+			if strings.Contains(out.Err.Error(), "certificate") {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: after 20 s the attempt says %q, not why", name, out.Err)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+}
+
+// The URL's query names the TLS files and nothing else; a file that is
+// not there stops New.
+func TestTLSFilesRefused(t *testing.T) {
+	t.Parallel()
+	for _, u := range []string{
+		"tls://127.0.0.1:4222?cafile=/etc/ca.pem",
+		"tls://127.0.0.1:4222?certfile=/etc/client.pem",
+		"tls://127.0.0.1:4222?cacertfile=/nonexistent/ca.pem",
+	} {
+		if s, err := natsjs.New(config.Destination{Name: "bus", URL: u, Subject: "hooks.{type}"}); err == nil {
+			s.Close()
+			t.Errorf("New(%q) = nil error, want refused", u)
+		}
 	}
 }

@@ -48,7 +48,8 @@ type Sender struct {
 // New returns the sender of d, a NATS destination, connecting to its
 // server in the background: New does not fail when the server is down.
 // The user is the URL's, the password d.Password; a password without a
-// user is sent as a token.
+// user is sent as a token. The URL's query may name TLS files (see
+// tlsFiles).
 func New(d config.Destination) (*Sender, error) {
 	u, err := url.Parse(d.URL)
 	if err != nil || (u.Scheme != "nats" && u.Scheme != "tls") || u.Host == "" {
@@ -73,6 +74,11 @@ func New(d config.Destination) (*Sender, error) {
 		// they are why the connection went down, for the next attempt to
 		// say.
 		nats.ErrorHandler(func(nc *nats.Conn, _ *nats.Subscription, err error) { s.lost(nc, err) })}
+	files, err := tlsFiles(u.Query())
+	if err != nil {
+		return nil, fmt.Errorf("destination %s: url: %w", d.Name, err)
+	}
+	opts = append(opts, files...)
 	user, password := u.User.Username(), d.Password.Value()
 	switch {
 	case user != "":
@@ -91,6 +97,32 @@ func New(d config.Destination) (*Sender, error) {
 		return nil, fmt.Errorf("destination %s: %w", d.Name, err)
 	}
 	return s, nil
+}
+
+// tlsFiles reads the TLS files the URL's query names, by the names
+// RabbitMQ's amqps:// URLs give them: cacertfile, the CA (PEM) the
+// server's certificate is verified against instead of the system's
+// roots; certfile and keyfile, the client's certificate and key (PEM)
+// for a server that asks for one. Any of them means TLS. Another
+// parameter is refused rather than ignored.
+func tlsFiles(q url.Values) ([]nats.Option, error) {
+	for k := range q {
+		if k != "cacertfile" && k != "certfile" && k != "keyfile" {
+			return nil, fmt.Errorf("unknown parameter %q: want cacertfile, certfile and keyfile", k)
+		}
+	}
+	var opts []nats.Option
+	if ca := q.Get("cacertfile"); ca != "" {
+		opts = append(opts, nats.RootCAs(ca))
+	}
+	cert, key := q.Get("certfile"), q.Get("keyfile")
+	if (cert == "") != (key == "") {
+		return nil, errors.New("certfile and keyfile: want both or neither")
+	}
+	if cert != "" {
+		opts = append(opts, nats.ClientCert(cert, key))
+	}
+	return opts, nil
 }
 
 // lost keeps err, why the connection is down, when there is one.
