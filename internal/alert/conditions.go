@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/url"
 	"regexp"
+	"slices"
 	"time"
 
 	"github.com/hookgate/hookgate/internal/config"
@@ -71,23 +72,30 @@ func (e *Engine) conditions(ctx context.Context, stats inbox.Stats, now time.Tim
 	return out
 }
 
-// deliveredSince reports whether the newest attempt to l's destination
-// succeeded after l's state was recorded. Each node records the state of
-// a lane as its own deliveries left it: a node whose circuit opened keeps
-// that state stored until it tries the lane again, while another node
-// may already be delivering to it.
+// deliveredSince reports whether the latest attempt to l's destination
+// (by when it started, among the newest recorded) succeeded. Each node
+// records the state of a lane as its own deliveries left it: a node whose
+// circuit opened keeps that state stored until it tries the lane again,
+// and one whose attempts were in flight when the destination came back
+// records their failures after another node's first success; the attempt
+// that started last says how the destination answers now.
 func (e *Engine) deliveredSince(ctx context.Context, l inbox.LaneState) bool {
 	log, ok := e.opts.Store.(inbox.AttemptLog)
 	if !ok {
 		return false
 	}
-	last, err := log.RecentAttempts(ctx, l.Destination, 1)
-	if err != nil || len(last) == 0 {
+	recent, err := log.RecentAttempts(ctx, l.Destination, recentAttempts)
+	if err != nil || len(recent) == 0 {
 		return false
 	}
-	a := last[0]
-	return a.Error == "" && a.Code >= 200 && a.Code < 300 && a.At.After(l.Changed)
+	a := slices.MaxFunc(recent, func(x, y inbox.Attempt) int { return x.At.Compare(y.At) })
+	return a.Error == "" && a.Code >= 200 && a.Code < 300
 }
+
+// recentAttempts is how many of a destination's newest recorded attempts
+// deliveredSince reads: more than one node has in flight when it comes
+// back.
+const recentAttempts = 64
 
 // sourceConditions are the conditions of one source: events going dead,
 // a silence longer than expect_every, refused requests.
