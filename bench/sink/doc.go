@@ -25,6 +25,26 @@
 // The benchmark holds deliveries while it fills the gateway's inbox, so
 // that the release starts a drain of a full inbox.
 //
+// With -from URL the sink also consumes from a broker, and counts each
+// message as a delivery, its id the event's key hookgate sent with it and
+// its body the payload, so that GET /stats says the same of a broker
+// destination as of an HTTP one:
+//
+//	sink -listen 127.0.0.1:0 -from 'nats://127.0.0.1:4222?stream=HOOKS&subject=hooks.>'
+//	sink -listen 127.0.0.1:0 -from 'amqp://guest:guest@127.0.0.1:5672/?exchange=hooks&queue=bench&key=%23'
+//	sink -listen 127.0.0.1:0 -from 'kafka://127.0.0.1:9092?topic=hooks'
+//
+// NATS: the stream is created, taking subject, when it does not exist, and
+// read from its first message by an ordered consumer; the id is the
+// Nats-Msg-Id. RabbitMQ: a durable topic exchange (none for the default
+// exchange) and a durable queue bound to it by key are declared, and the
+// queue read with automatic acknowledgements; the id is the message_id.
+// Kafka: the topic, which must exist, is read from its start; the id is
+// the webhook-id header. A stream or queue the sink created is deleted
+// when it stops. The broker's stream, queue or topic is ready before the
+// sink announces its address. POST /hold and /release answer 400 then:
+// the sink cannot hold back a broker's messages.
+//
 // It prints "listening on http://ADDR" once it accepts connections and
 // stops on SIGINT or SIGTERM.
 package main

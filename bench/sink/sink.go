@@ -22,6 +22,10 @@ const headerWebhookID = "webhook-id"
 // sink counts deliveries and their latencies.
 type sink struct {
 	now func() time.Time
+	// broker, when not empty, is the broker the sink consumes from
+	// (scheme://host:port): hold and release are then refused, as the
+	// sink cannot hold back a broker's messages.
+	broker string
 
 	mu sync.Mutex
 	// gate, when not nil, holds deliveries until it is closed.
@@ -50,14 +54,8 @@ func (s *sink) handler() http.Handler {
 		s.reset()
 		w.WriteHeader(http.StatusNoContent)
 	})
-	mux.HandleFunc("POST /hold", func(w http.ResponseWriter, _ *http.Request) {
-		s.hold()
-		w.WriteHeader(http.StatusNoContent)
-	})
-	mux.HandleFunc("POST /release", func(w http.ResponseWriter, _ *http.Request) {
-		s.release()
-		w.WriteHeader(http.StatusNoContent)
-	})
+	mux.HandleFunc("POST /hold", s.httpOnly(s.hold))
+	mux.HandleFunc("POST /release", s.httpOnly(s.release))
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		w.WriteHeader(http.StatusOK)
 	})
@@ -80,9 +78,28 @@ func (s *sink) deliver(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "request ended while held", http.StatusServiceUnavailable)
 		return
 	}
+	s.record(r.Header.Get(headerWebhookID), body)
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// httpOnly answers a request to hold or release: 204 once do is done, or
+// 400 when the sink consumes from a broker.
+func (s *sink) httpOnly(do func()) http.HandlerFunc {
+	return func(w http.ResponseWriter, _ *http.Request) {
+		if s.broker != "" {
+			http.Error(w, "hold and release are HTTP-only: this sink consumes from "+s.broker, http.StatusBadRequest)
+			return
+		}
+		do()
+		w.WriteHeader(http.StatusNoContent)
+	}
+}
+
+// record counts one delivery of the event id (none: "") with body,
+// received now.
+func (s *sink) record(id string, body []byte) {
 	at := s.now()
 	sent := gjson.GetBytes(body, "sent_ns")
-	id := r.Header.Get(headerWebhookID)
 	s.mu.Lock()
 	s.deliveries++
 	if s.first.IsZero() {
@@ -98,7 +115,6 @@ func (s *sink) deliver(w http.ResponseWriter, r *http.Request) {
 		s.unstamped++
 	}
 	s.mu.Unlock()
-	w.WriteHeader(http.StatusNoContent)
 }
 
 // pass waits while the sink holds deliveries; false if r ended first.
