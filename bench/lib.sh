@@ -6,8 +6,15 @@
 # $LOGS/NAME.log, stores its pid in the variable VAR and sets URL once it
 # announced "listening on http://ADDR" and GET /healthz answers.
 start() {
-	local name=$1 var=$2 log=$LOGS/$1.log url pid
-	shift 2
+	start_scheme http "$@"
+}
+
+# start_scheme SCHEME NAME VAR CMD...: start for a server that announces
+# "listening on SCHEME://ADDR"; one that is not http is taken to accept
+# connections once it announced its address (bench/kfake).
+start_scheme() {
+	local scheme=$1 name=$2 var=$3 log=$LOGS/$2.log url pid
+	shift 3
 	"$@" >"$log" 2>&1 &
 	pid=$!
 	printf -v "$var" '%s' "$pid"
@@ -17,15 +24,15 @@ start() {
 			cat "$log" >&2
 			exit 1
 		fi
-		url=$(grep -o -m1 'listening on http://[^ ]*' "$log" | sed 's/^listening on //' || true)
-		if [[ -n $url ]] && curl -fsS -o /dev/null --max-time 1 "$url/healthz" 2>/dev/null; then
+		url=$(grep -o -m1 "listening on $scheme://[^ ]*" "$log" | sed 's/^listening on //' || true)
+		if [[ -n $url ]] && { [[ $scheme != http ]] || curl -fsS -o /dev/null --max-time 1 "$url/healthz" 2>/dev/null; }; then
 			# shellcheck disable=SC2034 # read by the scripts that source this file
 			URL=$url
 			return
 		fi
 		sleep 0.05
 	done
-	echo "$name did not answer GET /healthz within 30 s; its output:" >&2
+	echo "$name did not answer within 30 s; its output:" >&2
 	cat "$log" >&2
 	exit 1
 }

@@ -13,6 +13,11 @@
 #   PGURL=postgres://postgres@127.0.0.1:5432/postgres   with DB=postgres, a database to
 #                 connect to; each phase creates a database of its own next to it
 #                 (hookgate_process_<pid>_<phase>) and the script drops them on exit
+#   DEST=http     the destination's kind: http (the sink's HTTP endpoint), nats,
+#                 amqp or kafka (a broker the sink consumes from, -from)
+#   NATS_URL=nats://127.0.0.1:4222      with DEST=nats, the JetStream server
+#   AMQP_URL=amqp://guest@127.0.0.1:5672/  with DEST=amqp, the RabbitMQ broker,
+#   AMQP_PASSWORD=guest                 and its user's password
 #
 # It builds hookgate, loadgen and sink into bench/out/ and starts the sink
 # (bench/sink) once. Each phase starts `hookgate serve` on a fresh database
@@ -55,6 +60,20 @@
 # percentiles are those of every delivery: time of receipt at the sink minus
 # the sent_ns loadgen wrote just before sending (one clock, loopback).
 #
+# With DEST=nats, amqp or kafka the one destination is a broker's, as
+# docs/destination-*.md describe it, and the sink consumes what hookgate
+# publishes there (sink -from) and counts it as it counts HTTP deliveries:
+# by webhook-id (Nats-Msg-Id, message_id, the webhook-id header), a
+# delivery's time being when the sink read it. nats: subject
+# hookgate-bench-<pid>.{source}.{type}, on a stream of that name the sink
+# creates (and deletes); amqp: exchange hookgate-bench (topic, durable),
+# routing_key {source}.{type}, read from a queue hookgate-bench-<pid> bound
+# by "#" (deleted at the end); kafka: topic hooks (4 partitions) on
+# bench/kfake, started by the script: franz-go's kfake in a process of its
+# own, not a real Kafka broker, so its figures say how fast hookgate
+# produces, not what Kafka takes. Phase 1 does not run: the sink cannot
+# hold back a broker's messages.
+#
 # Server CPU: the script reads hookgate's utime + stime from /proc/PID/stat
 # at the start and end of a stretch, and prints that CPU time per event
 # (loadgen's 202s, or the events drained) in microseconds: in phase 1
@@ -78,6 +97,10 @@ SIZE=${SIZE:-512}
 RATE=${RATE:-}
 DB=${DB:-sqlite}
 PGURL=${PGURL:-postgres://postgres@127.0.0.1:5432/postgres}
+DEST=${DEST:-http}
+NATS_URL=${NATS_URL:-nats://127.0.0.1:4222}
+AMQP_URL=${AMQP_URL:-amqp://guest@127.0.0.1:5672/}
+AMQP_PASSWORD=${AMQP_PASSWORD:-guest}
 # How long the sink may go without a new delivery before a phase fails.
 STALL_S=30
 
@@ -90,6 +113,7 @@ LOGS=$OUT/logs
 TMP=$(mktemp -d "${TMPDIR:-/tmp}/hookgate-process.XXXXXX")
 SINK_PID=
 HOOKGATE_PID=
+KFAKE_PID=
 SINK=
 BASE=
 URL=
@@ -106,6 +130,13 @@ sqlite | postgres) ;;
 	exit 2
 	;;
 esac
+case $DEST in
+http | nats | amqp | kafka) ;;
+*)
+	echo "DEST=$DEST: want http, nats, amqp or kafka" >&2
+	exit 2
+	;;
+esac
 
 cleanup() {
 	local pid db
@@ -113,10 +144,10 @@ cleanup() {
 	if [[ -n $SINK ]]; then
 		curl -fsS -X POST --max-time 2 "$SINK/release" >/dev/null 2>&1 || true
 	fi
-	for pid in $HOOKGATE_PID $SINK_PID; do
+	for pid in $HOOKGATE_PID $SINK_PID $KFAKE_PID; do
 		kill -TERM "$pid" 2>/dev/null || true
 	done
-	for pid in $HOOKGATE_PID $SINK_PID; do
+	for pid in $HOOKGATE_PID $SINK_PID $KFAKE_PID; do
 		wait "$pid" 2>/dev/null || true
 	done
 	for db in "${DBS[@]}"; do
@@ -129,7 +160,38 @@ trap 'exit 130' INT TERM
 
 BENCH_SECRET=whsec_$(head -c 24 /dev/urandom | base64)
 SINK_SECRET=whsec_$(head -c 24 /dev/urandom | base64)
-export BENCH_SECRET SINK_SECRET
+export BENCH_SECRET SINK_SECRET AMQP_PASSWORD
+# What the destination's config says of its broker (dest_config), and the
+# sink's -from URL for it.
+KAFKA=
+BROKER_NAME=hookgate-bench-$$
+
+# dest_config: prints the destination's url and what its kind adds to it.
+dest_config() {
+	case $DEST in
+	http)
+		printf '        url: %s\n        secret: env:SINK_SECRET\n' "$SINK/hooks/app"
+		;;
+	nats)
+		printf '        url: %s\n        subject: "%s.{source}.{type}"\n' "$NATS_URL" "$BROKER_NAME"
+		;;
+	amqp)
+		printf '        url: %s\n        password: env:AMQP_PASSWORD\n        exchange: hookgate-bench\n        routing_key: "{source}.{type}"\n' "$AMQP_URL"
+		;;
+	kafka)
+		printf '        url: %s\n        topic: hooks\n' "$KAFKA"
+		;;
+	esac
+}
+
+# sink_from: prints the sink's -from URL for DEST (none for http).
+sink_from() {
+	case $DEST in
+	nats) echo "$NATS_URL?stream=$BROKER_NAME&subject=$BROKER_NAME.>" ;;
+	amqp) echo "${AMQP_URL/@/:$AMQP_PASSWORD@}?exchange=hookgate-bench&queue=$BROKER_NAME&key=%23" ;;
+	kafka) echo "$KAFKA?topic=hooks" ;;
+	esac
+}
 
 # newdb PHASE: sets DATABASE to a fresh database for PHASE: a file in
 # the phase's directory, or on PostgreSQL a new database (PGDB), which
@@ -169,8 +231,7 @@ sources:
       state: json:state
     destinations:
       - name: sink
-        url: $SINK/hooks/app
-        secret: env:SINK_SECRET
+$(dest_config)
         on: all
         timeout: ${3:-10s}
 EOF
@@ -283,31 +344,46 @@ echo "building into $OUT"
 go build -o "$OUT/hookgate" ./cmd/hookgate
 go build -o "$OUT/loadgen" ./bench/loadgen
 go build -o "$OUT/sink" ./bench/sink
-echo "config: $DB inbox, workers $WORKERS, batch 200, entity apply on, 1 destination (on: all) on loopback; loadgen -c $CONNS -size $SIZE -dup 0 -stamp"
-start process-sink SINK_PID "$OUT/sink" -listen 127.0.0.1:0
+kind=$DEST
+if [[ $DEST == kafka ]]; then
+	go build -o "$OUT/kfake" ./bench/kfake
+	kind="kafka (bench/kfake: kfake in a process of its own, not a real Kafka broker)"
+fi
+echo "config: $DB inbox, workers $WORKERS, batch 200, entity apply on, 1 destination (on: all) on loopback, kind $kind; loadgen -c $CONNS -size $SIZE -dup 0 -stamp"
+if [[ $DEST == kafka ]]; then
+	start_scheme kafka process-kfake KFAKE_PID "$OUT/kfake" -listen 127.0.0.1:0 -topic hooks -partitions 4
+	KAFKA=$URL
+fi
+from=()
+if [[ $DEST != http ]]; then
+	from=(-from "$(sink_from)")
+fi
+start process-sink SINK_PID "$OUT/sink" -listen 127.0.0.1:0 "${from[@]}"
 SINK=$URL
 
-# Phase 1: drain.
-curl -fsS -X POST --max-time 5 "$SINK/hold"
-start_hookgate drain 10m 5m
-cpu_start fill
-loadgen_run drain -n "$EVENTS" -d 1h
-cpu_stop fill "$(jq .accepted "$RESULTS/drain-loadgen.json")"
-check_loadgen drain
-if (($(jq .accepted "$RESULTS/drain-loadgen.json") != EVENTS)); then
-	echo "drain: loadgen got $(jq .accepted "$RESULTS/drain-loadgen.json") 202s for $EVENTS events" >&2
-	exit 1
+# Phase 1: drain; the sink holds HTTP deliveries only.
+if [[ $DEST == http ]]; then
+	curl -fsS -X POST --max-time 5 "$SINK/hold"
+	start_hookgate drain 10m 5m
+	cpu_start fill
+	loadgen_run drain -n "$EVENTS" -d 1h
+	cpu_stop fill "$(jq .accepted "$RESULTS/drain-loadgen.json")"
+	check_loadgen drain
+	if (($(jq .accepted "$RESULTS/drain-loadgen.json") != EVENTS)); then
+		echo "drain: loadgen got $(jq .accepted "$RESULTS/drain-loadgen.json") 202s for $EVENTS events" >&2
+		exit 1
+	fi
+	held=$(sink_stats | jq .held)
+	cpu_start drain
+	release_ns=$(date +%s%N)
+	curl -fsS -X POST --max-time 5 "$SINK/release"
+	wait_delivered "$EVENTS" drain
+	cpu_stop drain "$EVENTS"
+	sink_stats >"$RESULTS/drain-sink.json"
+	stop_hookgate drain
+	drain_last_ns=$(date -d "$(jq -r .last_at "$RESULTS/drain-sink.json")" +%s%N)
+	drain_s=$(jq -n "($drain_last_ns - $release_ns) / 1e9")
 fi
-held=$(sink_stats | jq .held)
-cpu_start drain
-release_ns=$(date +%s%N)
-curl -fsS -X POST --max-time 5 "$SINK/release"
-wait_delivered "$EVENTS" drain
-cpu_stop drain "$EVENTS"
-sink_stats >"$RESULTS/drain-sink.json"
-stop_hookgate drain
-drain_last_ns=$(date -d "$(jq -r .last_at "$RESULTS/drain-sink.json")" +%s%N)
-drain_s=$(jq -n "($drain_last_ns - $release_ns) / 1e9")
 
 # Phase 2: throughput with intake and processing overlapping.
 curl -fsS -X POST --max-time 5 "$SINK/reset"
@@ -351,23 +427,27 @@ cpu='def cpu(what): "\(what)\(.us_per_event) µs per event (\(.cpu_s) s for \(.e
 	+ if .db_cpu_s == null then "" else "; PostgreSQL backends \(.db_us_per_event) µs per event (\(.db_cpu_s) s)" end;'
 
 echo
-jq -r --arg db "$DB" --argjson s "$drain_s" --argjson held "$held" "$cpu"'
-	"phase 1, drain of a full inbox (\($db)): \(.[1].distinct) events (\(.[1].deliveries) deliveries, \(.[1].deliveries - .[1].distinct) repeated; \($held) deliveries held in flight at the release)",
-	"  fill: loadgen accepted \(.[0].accepted_per_s | floor) events/s (\(.[0].seconds * 100 | round / 100) s)",
-	(.[2] | cpu("  fill: server CPU       ")),
-	"  drained                \(.[1].deliveries / $s | floor) events/s (release to last delivery: \($s * 100 | round / 100) s)  (target >= 5000)",
-	(.[3] | cpu("  drain: server CPU      "))
-' <(jq -s . "$RESULTS/drain-loadgen.json" "$RESULTS/drain-sink.json" "$RESULTS/fill-cpu.json" "$RESULTS/drain-cpu.json")
-jq -r --arg db "$DB" --argjson tail "$tail_s" "$cpu"'
-	"phase 2, throughput, intake and processing overlapping (\($db)): \(.[1].distinct) events (\(.[1].deliveries) deliveries, \(.[1].deliveries - .[1].distinct) repeated)",
+if [[ $DEST == http ]]; then
+	jq -r --arg db "$DB" --argjson s "$drain_s" --argjson held "$held" "$cpu"'
+		"phase 1, drain of a full inbox (\($db)): \(.[1].distinct) events (\(.[1].deliveries) deliveries, \(.[1].deliveries - .[1].distinct) repeated; \($held) deliveries held in flight at the release)",
+		"  fill: loadgen accepted \(.[0].accepted_per_s | floor) events/s (\(.[0].seconds * 100 | round / 100) s)",
+		(.[2] | cpu("  fill: server CPU       ")),
+		"  drained                \(.[1].deliveries / $s | floor) events/s (release to last delivery: \($s * 100 | round / 100) s)  (target >= 5000)",
+		(.[3] | cpu("  drain: server CPU      "))
+	' <(jq -s . "$RESULTS/drain-loadgen.json" "$RESULTS/drain-sink.json" "$RESULTS/fill-cpu.json" "$RESULTS/drain-cpu.json")
+else
+	echo "phase 1, drain of a full inbox: not run with DEST=$DEST (the sink cannot hold back a broker's messages)"
+fi
+jq -r --arg db "$DB" --arg dest "$DEST" --argjson tail "$tail_s" "$cpu"'
+	"phase 2, throughput, intake and processing overlapping (\($db), \($dest)): \(.[1].distinct) events (\(.[1].deliveries) deliveries, \(.[1].deliveries - .[1].distinct) repeated)",
 	"  loadgen accepted       \(.[0].accepted_per_s | floor) events/s (\(.[0].seconds * 100 | round / 100) s, intake p99 \(.[0].p99_ms * 100 | round / 100) ms)",
 	"  sink delivered         \(.[1].per_s | floor) events/s (first to last delivery: \(.[1].seconds * 100 | round / 100) s), \(.[1].per_s / .[0].accepted_per_s * 100 | round / 100) x accepted/s  (target >= 0.9)",
 	"  tail after intake end  \($tail * 1000 | round) ms",
 	"  send -> delivery       p50 \(.[1].p50_ms | round) ms, p99 \(.[1].p99_ms | round) ms, max \(.[1].max_ms | round) ms (at full intake speed; target p50 <= 500)",
 	(.[2] | cpu("  server CPU             "))
 ' <(jq -s . "$RESULTS/throughput-loadgen.json" "$RESULTS/throughput-sink.json" "$RESULTS/throughput-cpu.json")
-jq -r --arg db "$DB" --arg rate "$RATE" "$cpu"'
-	"phase 3, steady load (\($db)) at -rate \($rate)/s for \(.[0].seconds * 100 | round / 100) s: \(.[1].distinct) events (\(.[1].deliveries) deliveries)",
+jq -r --arg db "$DB" --arg dest "$DEST" --arg rate "$RATE" "$cpu"'
+	"phase 3, steady load (\($db), \($dest)) at -rate \($rate)/s for \(.[0].seconds * 100 | round / 100) s: \(.[1].distinct) events (\(.[1].deliveries) deliveries)",
 	"  loadgen accepted       \(.[0].accepted_per_s | floor) events/s, intake p50 \(.[0].p50_ms * 100 | round / 100) ms, p99 \(.[0].p99_ms * 100 | round / 100) ms  (target p99 <= 25 at 1000/s)",
 	"  send -> delivery       p50 \(.[1].p50_ms * 100 | round / 100) ms, p99 \(.[1].p99_ms * 100 | round / 100) ms, max \(.[1].max_ms * 100 | round / 100) ms  (target p99 <= 100 at 1000/s)",
 	(.[2] | cpu("  server CPU             "))
