@@ -188,8 +188,12 @@ func (c AlertChannel) checkType(path string, add func(field, format string, args
 		unused("smtp", c.SMTP != "")
 		unused("password", !c.Password.IsZero())
 	case ChannelSlack:
-		httpURL("Slack's incoming-webhook URL, as a reference (env:SLACK_WEBHOOK_URL): the URL is itself a secret")
-		if c.URL.Value() != "" && c.URL.Ref() == "" {
+		// The URL is a secret, read by reference: its value is checked
+		// when a message is sent (an error that does not show it), so a
+		// configuration checked away from its secrets still validates.
+		if c.URL.Value() == "" {
+			add(path+".url", "required for a slack channel: Slack's incoming-webhook URL, as a reference (env:SLACK_WEBHOOK_URL)")
+		} else if c.URL.Ref() == "" {
 			add(path+".url", "write Slack's incoming-webhook URL as a reference (env:NAME or file:PATH): the URL is itself a secret")
 		}
 		unused("secret", !c.Secret.IsZero())
