@@ -37,7 +37,6 @@ var testEnv = map[string]string{
 	"OPS_WEBHOOK_SECRET":    "whsec_MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=",
 	"SLACK_WEBHOOK_URL":     "https://hooks.slack.com/services/T000/B000/slack_secret_part",
 	"SMTP_PASSWORD":         "smtp_password_value",
-	"BAD_URL":               "hooks.slack.com/services/no-scheme",
 }
 
 func lookupTestEnv(name string) (string, bool) {
