@@ -42,7 +42,7 @@ sources:
 
 func signer(t *testing.T) *source.Source {
 	t.Helper()
-	s, err := source.New(config.Source{Name: "app", Provider: config.ProviderStandard, Secret: config.NewSecret(crashSecret)}, config.Default().Dedupe)
+	s, err := source.New(config.Source{Name: "app", Provider: "standard", Secret: config.NewSecret(crashSecret)}, config.Default().Dedupe)
 	if err != nil {
 		t.Fatal(err)
 	}

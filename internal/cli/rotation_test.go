@@ -58,7 +58,7 @@ sources:
 	p := startServe(t, "--config", path)
 	send := func(secret, delivery string) int {
 		t.Helper()
-		signer, err := source.NewSigner(config.Source{Name: "gh", Provider: config.ProviderGitHub, Secret: config.NewSecret(secret)})
+		signer, err := source.NewSigner(config.Source{Name: "gh", Provider: "github", Secret: config.NewSecret(secret)})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/hookgate/hookgate/internal/config"
+	"github.com/hookgate/hookgate/internal/provider"
 	"github.com/hookgate/hookgate/internal/trigger"
 )
 
@@ -49,18 +50,20 @@ these included.`,
 	configPath := fs.String("config", "", "config `FILE` to take the source from (its secrets must be set)")
 	name := fs.String("source", "", "the config's source `NAME` to sign for (default: its only one)")
 	secret := fs.String("secret", "", "signing secret (standard: whsec_...)")
-	token := fs.String("token", "", "URL token (salesforce, shippo)")
+	token := fs.String("token", "", "URL token ("+strings.Join(provider.Where(func(p *provider.Provider) bool { return p.Token }), ", ")+")")
 	target := fs.String("url", "", "the `URL` the request goes to (default: the source's URL, or the demo source's http://"+config.DefaultListen+"/in/demo)")
 	event := fs.String("event", "", "the event `TYPE` the provider names in a header: X-GitHub-Event (default ping), X-Shopify-Topic (default orders/create)")
 	tenant := fs.String("tenant", "", "the `TENANT`: the URL's last segment for a source whose tenant is the path; X-Shopify-Shop-Domain for shopify (default example.myshopify.com)")
 	var sig config.Signature
 	var headers headerFlags
-	fs.StringVar(&sc.Provider, "provider", "", "provider: standard|stripe|github|shopify|hubspot|salesforce|shippo|hmac")
-	fs.StringVar(&sc.OrganizationID, "organization-id", "", "salesforce organization id")
-	fs.StringVar(&sig.Header, "header", "", "hmac: signature header")
-	fs.StringVar(&sig.Algorithm, "algorithm", "sha256", "hmac: sha1|sha256|sha512")
-	fs.StringVar(&sig.Encoding, "encoding", "hex", "hmac: hex|base64")
-	fs.StringVar(&sig.Prefix, "prefix", "", "hmac: prefix of the signature value, e.g. sha256=")
+	orgs := strings.Join(provider.Where(func(p *provider.Provider) bool { return p.OrganizationID != nil }), ", ")
+	sigs := strings.Join(provider.Where(func(p *provider.Provider) bool { return p.Signature != nil }), ", ")
+	fs.StringVar(&sc.Provider, "provider", "", "provider: "+strings.Join(provider.Names(), "|"))
+	fs.StringVar(&sc.OrganizationID, "organization-id", "", orgs+" organization id")
+	fs.StringVar(&sig.Header, "header", "", sigs+": signature header")
+	fs.StringVar(&sig.Algorithm, "algorithm", "sha256", sigs+": sha1|sha256|sha512")
+	fs.StringVar(&sig.Encoding, "encoding", "hex", sigs+": hex|base64")
+	fs.StringVar(&sig.Prefix, "prefix", "", sigs+": prefix of the signature value, e.g. sha256=")
 	fs.Var(&headers, "H", `extra request header "Name: value" (repeatable), e.g. -H "webhook-id: msg_1"`)
 	if err := fs.parse(args, false); err != nil {
 		return err
@@ -91,7 +94,7 @@ these included.`,
 		sc.Name = demoSource("").Name
 		sc.Secret = config.NewSecret(*secret)
 		sc.Token = config.NewSecret(*token)
-		if sc.Provider == config.ProviderHMAC {
+		if p, ok := provider.Lookup(sc.Provider); ok && p.Signature != nil {
 			sc.Signature = &sig
 		}
 	}

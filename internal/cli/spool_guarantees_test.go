@@ -62,7 +62,7 @@ sources:
 // delivery id; it returns the status.
 func sendGitHub(t *testing.T, base string, body []byte, id string) int {
 	t.Helper()
-	src, err := source.New(config.Source{Name: "gh", Provider: config.ProviderGitHub, Secret: config.NewSecret(githubSecret)}, config.Default().Dedupe)
+	src, err := source.New(config.Source{Name: "gh", Provider: "github", Secret: config.NewSecret(githubSecret)}, config.Default().Dedupe)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/hookgate/hookgate/internal/backend"
 	"github.com/hookgate/hookgate/internal/config"
 	"github.com/hookgate/hookgate/internal/inbox"
+	"github.com/hookgate/hookgate/internal/provider"
 )
 
 // storeOpts are the flags every command that opens the store shares.
@@ -85,5 +86,5 @@ func (o *storeOpts) openDatabase(ctx context.Context) (inbox.Backend, config.Con
 
 // demoSource is the source served when there is no config file.
 func demoSource(secret string) config.Source {
-	return config.Source{Name: "demo", Provider: config.ProviderStandard, Secret: config.NewSecret(secret)}
+	return config.Source{Name: "demo", Provider: provider.Standard, Secret: config.NewSecret(secret)}
 }

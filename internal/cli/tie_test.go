@@ -130,7 +130,7 @@ sources:
 	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	signer, err := source.NewSigner(config.Source{Name: "stripe", Provider: config.ProviderStripe, Secret: config.NewSecret(tieSecret)})
+	signer, err := source.NewSigner(config.Source{Name: "stripe", Provider: "stripe", Secret: config.NewSecret(tieSecret)})
 	if err != nil {
 		t.Fatal(err)
 	}

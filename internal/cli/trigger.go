@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/hookgate/hookgate/internal/config"
+	registry "github.com/hookgate/hookgate/internal/provider"
 	"github.com/hookgate/hookgate/internal/trigger"
 )
 
@@ -35,8 +36,8 @@ func findFixture(provider, event string) (trigger.Fixture, error) {
 	if names != nil {
 		return trigger.Fixture{}, usagef("trigger: %s has no event %q (it has %s; run 'hookgate trigger --list')", provider, event, strings.Join(names, ", "))
 	}
-	if provider == config.ProviderHMAC {
-		return trigger.Fixture{}, usagef("trigger: hmac has no example events: its events are keyed by the selectors of your config; sign a body of your own with 'hookgate sign'")
+	if _, ok := registry.Lookup(provider); ok {
+		return trigger.Fixture{}, usagef("trigger: %s has no example events: its events are keyed by the selectors of your config; sign a body of your own with 'hookgate sign'", provider)
 	}
 	return trigger.Fixture{}, usagef("trigger: unknown provider %q (want %s)", provider, strings.Join(trigger.Providers(), ", "))
 }
@@ -219,8 +220,8 @@ func shorten(b []byte, contentType string, max int) string {
 func statusHint(status int, sc config.Source) string {
 	switch status {
 	case http.StatusUnauthorized:
-		if sc.Provider == config.ProviderSalesforce {
-			return ": the gateway's source wants another organization id or token than the config gives"
+		if p, ok := registry.Lookup(sc.Provider); ok && p.Unauthorized != "" {
+			return ": " + p.Unauthorized
 		}
 		return ": the signature did not verify; the gateway's source has another secret than the config gives"
 	case http.StatusNotFound:

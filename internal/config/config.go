@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/hookgate/hookgate/internal/provider"
 )
 
 // Defaults for everything a configuration leaves out.
@@ -109,24 +111,6 @@ const (
 	// (dedupe.spool), which drains into the database when it answers.
 	OnStoreErrorSpool = "spool"
 )
-
-// The providers a source can name.
-const (
-	ProviderStandard   = "standard"
-	ProviderStripe     = "stripe"
-	ProviderGitHub     = "github"
-	ProviderShopify    = "shopify"
-	ProviderHubSpot    = "hubspot"
-	ProviderSalesforce = "salesforce"
-	ProviderShippo     = "shippo"
-	ProviderHMAC       = "hmac"
-)
-
-// providers lists every provider, in the order errors name them.
-var providers = []string{
-	ProviderStandard, ProviderStripe, ProviderGitHub, ProviderShopify,
-	ProviderHubSpot, ProviderSalesforce, ProviderShippo, ProviderHMAC,
-}
 
 // Config is the whole gateway configuration.
 type Config struct {
@@ -230,16 +214,17 @@ type Source struct {
 	// Name is the URL segment (POST /in/{name}) and the key's provider part:
 	// lower-case letters, digits, '_' and '-'; unique.
 	Name string `yaml:"name"`
-	// Provider selects the preset: standard, stripe, github, shopify,
-	// hubspot, salesforce, shippo or hmac.
+	// Provider selects the preset: one of internal/provider's names.
 	Provider string `yaml:"provider"`
-	// Secret is the signing secret; required by every provider but
-	// salesforce (none) and shippo (a secret, a token or both). A list of
+	// Secret is the signing secret; required by every provider but those
+	// that sign nothing (none) or take a token instead (a secret, a token
+	// or both). A list of
 	// at most [MaxSecrets] (the new secret first) accepts a request signed
 	// with any of them, so that a secret can be rotated without refusing
 	// the sender while it and hookgate change over.
 	Secret Secret `yaml:"secret,omitempty"`
-	// Token is the ?token= URL parameter of salesforce and shippo; optional.
+	// Token is the ?token= URL parameter, for the providers that take one;
+	// optional.
 	Token Secret `yaml:"token,omitempty"`
 	// Tenant is the tenant selector; "" keeps the preset's (or none). Only
 	// here may it be "path", the /in/{source}/{tenant} segment.
@@ -247,13 +232,14 @@ type Source struct {
 	// PublicURL is the URL the sender posts to, when a proxy rewrites it
 	// (HubSpot signs the URL).
 	PublicURL string `yaml:"public_url,omitempty"`
-	// OrganizationID is the Salesforce organization that must have sent the
-	// message; required for salesforce.
+	// OrganizationID is the organization that must have sent the message;
+	// required by the providers that check one, and only for them.
 	OrganizationID string `yaml:"organization_id,omitempty"`
-	// Signature describes the signature header; required for hmac, only there.
+	// Signature describes the signature header; required by the generic
+	// HMAC provider, only there.
 	Signature *Signature `yaml:"signature,omitempty"`
 	// Key is the event id selectors, joined in order; replaces the preset's.
-	// Required for hmac.
+	// Required for a provider whose preset has none (hmac).
 	Key []string `yaml:"key,omitempty,flow"`
 	// Scope is the object type and action selectors (0-2, in that order);
 	// when set it replaces the preset's scope.
@@ -279,6 +265,15 @@ type Source struct {
 	ExpectEvery Duration `yaml:"expect_every,omitempty"`
 	// Destinations are where the source's events are delivered.
 	Destinations []Destination `yaml:"destinations,omitempty"`
+}
+
+// Credentials are what the source's verifier needs besides its secrets.
+func (s Source) Credentials() provider.Credentials {
+	c := provider.Credentials{Token: s.Token.Value(), OrganizationID: s.OrganizationID}
+	if s.Signature != nil {
+		c.Signature = provider.Signature(*s.Signature)
+	}
+	return c
 }
 
 // Admin configures the admin API.

@@ -831,7 +831,7 @@ func TestDestinationWithDefaults(t *testing.T) {
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("WithDefaults() =\n%#v\nwant\n%#v", got, want)
 	}
-	if err := (Source{Name: "gh", Provider: ProviderGitHub, Secret: NewSecret("s"), Destinations: []Destination{got}}).Validate(); err != nil {
+	if err := (Source{Name: "gh", Provider: "github", Secret: NewSecret("s"), Destinations: []Destination{got}}).Validate(); err != nil {
 		t.Errorf("Validate() of the defaults = %v", err)
 	}
 	set := Destination{On: OnAll, MaxInFlight: 3, RetryInitial: Duration(time.Minute), MaxAttempts: -1}.WithDefaults()
@@ -845,7 +845,7 @@ func TestLeaseInCode(t *testing.T) {
 	cfg := Default()
 	cfg.Lease = Duration(11 * time.Second)
 	d := Destination{Name: "app", URL: "http://127.0.0.1/a"}.WithDefaults()
-	cfg.Sources = []Source{{Name: "gh", Provider: ProviderGitHub, Secret: NewSecret("s"), Destinations: []Destination{d}}}
+	cfg.Sources = []Source{{Name: "gh", Provider: "github", Secret: NewSecret("s"), Destinations: []Destination{d}}}
 	if err := cfg.Validate(); err != nil {
 		t.Errorf("lease 11s with timeout 10s: Validate() = %v", err)
 	}
@@ -899,7 +899,7 @@ func TestAdminListenAndMetricsToken(t *testing.T) {
 
 func TestValidateDestinationInCode(t *testing.T) {
 	t.Parallel()
-	s := Source{Name: "gh", Provider: ProviderGitHub, Secret: NewSecret("s"), Destinations: []Destination{
+	s := Source{Name: "gh", Provider: "github", Secret: NewSecret("s"), Destinations: []Destination{
 		Destination{
 			Name: "a", URL: "http://127.0.0.1/a", MaxAttempts: 1, Secret: NewSecret("whsec_dGVzdA=="),
 			Headers: map[string]HeaderValue{"Authorization": NewHeaderValue("Bearer t")},
@@ -1037,11 +1037,11 @@ func TestSQLitePath(t *testing.T) {
 
 func TestSourceValidate(t *testing.T) {
 	t.Parallel()
-	ok := Source{Name: "gh", Provider: ProviderGitHub, Secret: NewSecret("s")}
+	ok := Source{Name: "gh", Provider: "github", Secret: NewSecret("s")}
 	if err := ok.Validate(); err != nil {
 		t.Errorf("Validate() = %v", err)
 	}
-	bad := Source{Name: "gh", Provider: ProviderGitHub, Key: []string{"path"}}
+	bad := Source{Name: "gh", Provider: "github", Key: []string{"path"}}
 	err := bad.Validate()
 	for _, w := range []string{"secret: required", "key[0]: bad selector \"path\""} {
 		if err == nil || !strings.Contains(err.Error(), w) {
@@ -1060,18 +1060,18 @@ func TestDefaultReplayGuard(t *testing.T) {
 		src  Source
 		want string
 	}{
-		{"stripe: all signed", Source{Provider: ProviderStripe}, ReplayGuardOff},
-		{"github: delivery header", Source{Provider: ProviderGitHub}, ReplayGuardOn},
-		{"github keyed on the body", Source{Provider: ProviderGitHub, Key: []string{"json:id"}, Scope: []string{"json:action"}}, ReplayGuardOff},
-		{"github keyed on the body, event header scope", Source{Provider: ProviderGitHub, Key: []string{"json:id"}}, ReplayGuardOn},
-		{"shopify: shop domain", Source{Provider: ProviderShopify, Key: []string{"json:id"}, Scope: []string{"json:topic"}}, ReplayGuardOn},
-		{"standard: signed webhook-id", Source{Provider: ProviderStandard}, ReplayGuardOff},
-		{"standard with a path tenant", Source{Provider: ProviderStandard, Tenant: "path"}, ReplayGuardOn},
-		{"standard keyed on another header", Source{Provider: ProviderStandard, Key: []string{"header:X-Id"}}, ReplayGuardOn},
-		{"hubspot with a query tenant", Source{Provider: ProviderHubSpot, Tenant: "query:portal"}, ReplayGuardOn},
-		{"hmac keyed on the body", Source{Provider: ProviderHMAC, Key: []string{"json:id"}, Tenant: "const:acme"}, ReplayGuardOff},
-		{"hmac keyed on a header", Source{Provider: ProviderHMAC, Key: []string{"header:X-Event-Id"}}, ReplayGuardOn},
-		{"salesforce", Source{Provider: ProviderSalesforce}, ReplayGuardOff},
+		{"stripe: all signed", Source{Provider: "stripe"}, ReplayGuardOff},
+		{"github: delivery header", Source{Provider: "github"}, ReplayGuardOn},
+		{"github keyed on the body", Source{Provider: "github", Key: []string{"json:id"}, Scope: []string{"json:action"}}, ReplayGuardOff},
+		{"github keyed on the body, event header scope", Source{Provider: "github", Key: []string{"json:id"}}, ReplayGuardOn},
+		{"shopify: shop domain", Source{Provider: "shopify", Key: []string{"json:id"}, Scope: []string{"json:topic"}}, ReplayGuardOn},
+		{"standard: signed webhook-id", Source{Provider: "standard"}, ReplayGuardOff},
+		{"standard with a path tenant", Source{Provider: "standard", Tenant: "path"}, ReplayGuardOn},
+		{"standard keyed on another header", Source{Provider: "standard", Key: []string{"header:X-Id"}}, ReplayGuardOn},
+		{"hubspot with a query tenant", Source{Provider: "hubspot", Tenant: "query:portal"}, ReplayGuardOn},
+		{"hmac keyed on the body", Source{Provider: "hmac", Key: []string{"json:id"}, Tenant: "const:acme"}, ReplayGuardOff},
+		{"hmac keyed on a header", Source{Provider: "hmac", Key: []string{"header:X-Event-Id"}}, ReplayGuardOn},
+		{"salesforce", Source{Provider: "salesforce"}, ReplayGuardOff},
 	} {
 		if got := tc.src.DefaultReplayGuard(); got != tc.want {
 			t.Errorf("%s: DefaultReplayGuard() = %q, want %q", tc.name, got, tc.want)

@@ -40,7 +40,7 @@ sources:
 
 func ExampleConfig_Redacted() {
 	cfg := config.Default()
-	cfg.Sources = []config.Source{{Name: "gh", Provider: config.ProviderGitHub, Secret: config.NewSecret("s3cr3t")}}
+	cfg.Sources = []config.Source{{Name: "gh", Provider: "github", Secret: config.NewSecret("s3cr3t")}}
 	out, err := cfg.Redacted()
 	if err != nil {
 		fmt.Println(err)

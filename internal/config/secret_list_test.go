@@ -94,7 +94,7 @@ func TestSecretListErrors(t *testing.T) {
 }
 
 func TestSecretListInCode(t *testing.T) {
-	s := Source{Name: "gh", Provider: ProviderGitHub, Secret: NewSecrets("new", "")}
+	s := Source{Name: "gh", Provider: "github", Secret: NewSecrets("new", "")}
 	err := s.Validate()
 	if !errors.Is(err, ErrSecret) || !strings.Contains(err.Error(), "secret[1]") {
 		t.Errorf("Validate() = %v, want secret[1] empty", err)

@@ -14,6 +14,8 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/hookgate/hookgate/internal/provider"
 )
 
 // MinTokenLength is the fewest characters an admin.token or a
@@ -297,13 +299,6 @@ func sameAddress(a, b string) bool {
 
 var sourceName = regexp.MustCompile(`^[a-z0-9_-]+$`)
 
-// hmacAlgorithms and hmacEncodings are what a generic hmac source can use;
-// "" takes the default (sha256, hex).
-var (
-	hmacAlgorithms = []string{"", "sha1", "sha256", "sha512"}
-	hmacEncodings  = []string{"", "hex", "base64"}
-)
-
 func (s Source) check() []*FieldError {
 	var errs []*FieldError
 	add := func(field string, format string, args ...any) {
@@ -314,49 +309,57 @@ func (s Source) check() []*FieldError {
 	} else if s.Name == AlertSource {
 		add("name", "%q: the name of hookgate's own source of alert notifications; choose another", s.Name)
 	}
-	known := slices.Contains(providers, s.Provider)
+	p, known := provider.Lookup(s.Provider)
 	if !known {
-		add("provider", "unknown provider %q (want %s)", s.Provider, strings.Join(providers, "|"))
+		add("provider", "unknown provider %q (want %s)", s.Provider, strings.Join(provider.Names(), "|"))
 	}
-	p := s.Provider
-
+	takes := func(field string, what func(*provider.Provider) bool) {
+		names := provider.Where(what)
+		if len(names) == 1 {
+			add(field, "only for provider %s", names[0])
+		} else {
+			add(field, "only for providers %s", strings.Join(names, " and "))
+		}
+	}
+	var need provider.Need
+	if known {
+		need = p.Secret
+	}
 	switch {
-	case p == ProviderSalesforce && !s.Secret.IsZero():
-		add("secret", "not used by provider salesforce (it checks organization_id and token)")
-	case p == ProviderShippo && s.Secret.IsZero() && s.Token.IsZero():
-		add("secret", "provider shippo needs a secret, a token or both (env:NAME or file:PATH)")
-	case p != ProviderSalesforce && p != ProviderShippo && known && s.Secret.IsZero():
-		add("secret", "required for provider %s (env:NAME or file:PATH)", p)
+	case known && need == provider.Refused && !s.Secret.IsZero():
+		add("secret", "not used by provider %s (%s)", p.Name, p.SecretNote)
+	case known && need == provider.SecretOrToken && s.Secret.IsZero() && s.Token.IsZero():
+		add("secret", "provider %s needs a secret, a token or both (env:NAME or file:PATH)", p.Name)
+	case known && need == provider.Required && s.Secret.IsZero():
+		add("secret", "required for provider %s (env:NAME or file:PATH)", p.Name)
 	}
 	errs = append(errs, checkSecretList(s.Secret)...)
-	if !s.Token.IsZero() && p != ProviderSalesforce && p != ProviderShippo {
-		add("token", "only for providers salesforce and shippo")
+	if !s.Token.IsZero() && (!known || !p.Token) {
+		takes("token", func(p *provider.Provider) bool { return p.Token })
 	}
 
+	takesOrg := known && p.OrganizationID != nil
 	switch {
-	case p == ProviderSalesforce && s.OrganizationID == "":
-		add("organization_id", "required for provider salesforce")
-	case p == ProviderSalesforce && !validOrganizationID(s.OrganizationID):
-		add("organization_id", "%q: want the 15 or 18 character id (00D...)", s.OrganizationID)
-	case p != ProviderSalesforce && s.OrganizationID != "":
-		add("organization_id", "only for provider salesforce")
+	case takesOrg && s.OrganizationID == "":
+		add("organization_id", "required for provider %s", p.Name)
+	case takesOrg:
+		if err := p.OrganizationID(s.OrganizationID); err != nil {
+			add("organization_id", "%w", err)
+		}
+	case s.OrganizationID != "":
+		takes("organization_id", func(p *provider.Provider) bool { return p.OrganizationID != nil })
 	}
 
+	takesSig := known && p.Signature != nil
 	switch {
-	case p == ProviderHMAC && s.Signature == nil:
-		add("signature", "required for provider hmac ({header, algorithm, encoding, prefix})")
-	case p == ProviderHMAC:
-		if !validHeaderName(s.Signature.Header) {
-			add("signature.header", "%q: want a header name", s.Signature.Header)
-		}
-		if !slices.Contains(hmacAlgorithms, strings.ToLower(s.Signature.Algorithm)) {
-			add("signature.algorithm", "%q: want sha1|sha256|sha512", s.Signature.Algorithm)
-		}
-		if !slices.Contains(hmacEncodings, strings.ToLower(s.Signature.Encoding)) {
-			add("signature.encoding", "%q: want hex|base64", s.Signature.Encoding)
+	case takesSig && s.Signature == nil:
+		add("signature", "required for provider %s ({header, algorithm, encoding, prefix})", p.Name)
+	case takesSig:
+		for _, pr := range p.Signature(provider.Signature(*s.Signature)) {
+			add("signature."+pr.Field, "%s", pr.Message)
 		}
 	case s.Signature != nil:
-		add("signature", "only for provider hmac")
+		takes("signature", func(p *provider.Provider) bool { return p.Signature != nil })
 	}
 
 	if s.PublicURL != "" {
@@ -372,8 +375,8 @@ func (s Source) check() []*FieldError {
 		add("replay_guard", "%q: want on or off", s.ReplayGuard)
 	}
 
-	if p == ProviderHMAC && len(s.Key) == 0 {
-		add("key", "required for provider hmac (one or more selectors)")
+	if known && len(p.Preset.Key) == 0 && len(s.Key) == 0 {
+		add("key", "required for provider %s (one or more selectors)", p.Name)
 	}
 	if len(s.Scope) > 2 {
 		add("scope", "%d selectors: want at most 2 (object type, action)", len(s.Scope))
@@ -599,35 +602,24 @@ const (
 	roleTenant             // the tenant: must not be empty; may be path
 )
 
-// checkSelector checks sel's syntax, that it fits its role, and that
-// provider's bodies can answer it.
-func checkSelector(provider, sel string, r role) error {
+// checkSelector checks sel's syntax, that it fits its role, and that the
+// bodies of p (nil for an unknown provider) can answer it.
+func checkSelector(p *provider.Provider, sel string, r role) error {
 	parsed, err := ParseSelector(sel)
 	if err != nil {
 		return err
 	}
+	soap := p != nil && p.Preset.Body == provider.BodySOAP
 	switch {
 	case parsed.Kind == SelectPath && r != roleTenant:
 		return fmt.Errorf("%w %q: path is only valid as the tenant", ErrSelector, sel)
 	case parsed.Kind == SelectConst && parsed.Name == "" && r != roleOther:
 		return fmt.Errorf("%w %q: needs a value after the colon", ErrSelector, sel)
-	case parsed.Kind == SelectXML && provider != ProviderSalesforce:
-		return fmt.Errorf("%w %q: xml selectors need provider salesforce", ErrSelector, sel)
-	case parsed.Kind == SelectJSON && provider == ProviderSalesforce:
-		return fmt.Errorf("%w %q: salesforce bodies are XML (use xml:PATH)", ErrSelector, sel)
+	case parsed.Kind == SelectXML && !soap:
+		return fmt.Errorf("%w %q: xml selectors need provider %s", ErrSelector, sel,
+			strings.Join(provider.Where(func(p *provider.Provider) bool { return p.Preset.Body == provider.BodySOAP }), " or "))
+	case parsed.Kind == SelectJSON && soap:
+		return fmt.Errorf("%w %q: %s bodies are XML (use xml:PATH)", ErrSelector, sel, p.Name)
 	}
 	return nil
-}
-
-// validOrganizationID reports whether id looks like a Salesforce org id.
-func validOrganizationID(id string) bool {
-	if len(id) != 15 && len(id) != 18 || !strings.HasPrefix(id, "00D") {
-		return false
-	}
-	for i := 0; i < len(id); i++ {
-		if !isAlnum(id[i]) {
-			return false
-		}
-	}
-	return true
 }

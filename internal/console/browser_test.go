@@ -79,7 +79,7 @@ func startGateway(t *testing.T, dest string) *gateway {
 	cfg.Workers = 2
 	cfg.Admin.Token = config.NewSecret(token)
 	cfg.Sources = []config.Source{{
-		Name: "stripe", Provider: config.ProviderStripe, Secret: config.NewSecret("whsec_browser_test"),
+		Name: "stripe", Provider: "stripe", Secret: config.NewSecret("whsec_browser_test"),
 		Window: config.Duration(time.Hour),
 		Destinations: []config.Destination{config.Destination{Name: "app", URL: dest + "/hooks",
 			Timeout: config.Duration(5 * time.Second), MaxAttempts: 1}.WithDefaults()},

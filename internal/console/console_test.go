@@ -508,9 +508,9 @@ func TestSourcesPage(t *testing.T) {
 	t.Parallel()
 	const secret = "whsec_c2VjcmV0LXRoYXQtbXVzdC1ub3Qtc2hvdw=="
 	b := setup(t, console.Options{Sources: []config.Source{
-		{Name: "stripe", Provider: config.ProviderStripe, Secret: config.NewSecret(secret), Window: config.Duration(time.Hour),
+		{Name: "stripe", Provider: "stripe", Secret: config.NewSecret(secret), Window: config.Duration(time.Hour),
 			Destinations: []config.Destination{{Name: "app", URL: "https://app.example/hooks?key=" + secret, On: config.OnEvent}}},
-		{Name: "hooks", Provider: config.ProviderStandard, Secret: config.NewSecret(secret), Tenant: "path", Key: []string{"header:webhook-id"},
+		{Name: "hooks", Provider: "standard", Secret: config.NewSecret(secret), Tenant: "path", Key: []string{"header:webhook-id"},
 			Window: config.Duration(36 * time.Hour)},
 	}})
 	b.accept("stripe", "", jsonID, "evt_1")
@@ -690,7 +690,7 @@ func tailBurst(t *testing.T, b *bundle) {
 // with its state, and the charts.
 func TestOverview(t *testing.T) {
 	t.Parallel()
-	b := setup(t, console.Options{Sources: []config.Source{{Name: "stripe", Provider: config.ProviderStripe,
+	b := setup(t, console.Options{Sources: []config.Source{{Name: "stripe", Provider: "stripe",
 		Destinations: []config.Destination{{Name: "app", URL: "http://app.example/"}, {Name: "audit", URL: "http://audit.example/"}}}}})
 	ids := b.accept("stripe", "acme", jsonID, "a", "b", "c", "d")
 	b.kill("refused", ids[0])

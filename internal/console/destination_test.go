@@ -17,7 +17,7 @@ import (
 )
 
 // twoDestinations is a config of one source delivering to app and audit.
-var twoDestinations = []config.Source{{Name: "stripe", Provider: config.ProviderStripe,
+var twoDestinations = []config.Source{{Name: "stripe", Provider: "stripe",
 	Destinations: []config.Destination{
 		{Name: "app", URL: "https://user:pw@app.example/hooks?key=secret", On: config.OnEvent},
 		{Name: "audit", URL: "http://audit.example/", On: config.OnAll}}}}

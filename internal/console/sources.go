@@ -14,26 +14,9 @@ import (
 	"github.com/hookgate/hookgate/internal/config"
 	"github.com/hookgate/hookgate/internal/deliver"
 	"github.com/hookgate/hookgate/internal/inbox"
+	"github.com/hookgate/hookgate/internal/provider"
 	"github.com/hookgate/hookgate/internal/trigger"
 )
-
-// presetNote is what a provider's preset covers and reads, as
-// docs/providers.md tells it, for a source that does not override it.
-type presetNote struct {
-	signed, key, tenant string
-}
-
-// presetNotes are the notes of every provider.
-var presetNotes = map[string]presetNote{
-	config.ProviderStandard:   {"webhook-id, webhook-timestamp and the body", "header:webhook-id", "none"},
-	config.ProviderStripe:     {"the body and the t= timestamp", "json:id", "none"},
-	config.ProviderGitHub:     {"the body only", "header:X-GitHub-Delivery", "none"},
-	config.ProviderShopify:    {"the body only", "header:X-Shopify-Webhook-Id", "header:X-Shopify-Shop-Domain"},
-	config.ProviderHubSpot:    {"v3: method, URL, body and timestamp; v1 and v2: less (see docs/providers.md)", "json:subscriptionId, json:eventId, json:objectId, json:occurredAt", "json:portalId"},
-	config.ProviderSalesforce: {"nothing: the organization id must match, and ?token= when set", "xml:Notification/Id", "xml:OrganizationId"},
-	config.ProviderShippo:     {"with a secret, the body and the t= timestamp; with a token only, nothing", "carrier, tracking number, status and status date", "none"},
-	config.ProviderHMAC:       {"the body only", "(configured)", "none"},
-}
 
 // sourceInfo is one source as the sources page shows it: never a secret.
 type sourceInfo struct {
@@ -73,9 +56,12 @@ func (c *console) sourcesPage(w http.ResponseWriter, r *http.Request, sess *sess
 	out := make([]sourceInfo, 0, len(c.sources))
 	open := c.openIncidents(r.Context(), func(inbox.Incident) bool { return true })
 	for _, s := range c.sources {
-		note := presetNotes[s.Provider]
-		info := sourceInfo{Name: s.Name, Provider: s.Provider, URL: s.PublicURL, Signed: note.signed,
-			Key: note.key, Tenant: note.tenant, Scope: "preset", Window: time.Duration(s.Window), ReplayGuard: s.ReplayGuard,
+		var note provider.Notes
+		if p, ok := provider.Lookup(s.Provider); ok {
+			note = p.Notes
+		}
+		info := sourceInfo{Name: s.Name, Provider: s.Provider, URL: s.PublicURL, Signed: note.Signed,
+			Key: note.Key, Tenant: note.Tenant, Scope: "preset", Window: time.Duration(s.Window), ReplayGuard: s.ReplayGuard,
 			PathTenant: s.Tenant == string(config.SelectPath)}
 		if c.intakeAddr() != "" {
 			for _, f := range trigger.Of(s.Provider) {

@@ -19,6 +19,7 @@ import (
 	"github.com/hookgate/hookgate/internal/inbox"
 	"github.com/hookgate/hookgate/internal/lograte"
 	"github.com/hookgate/hookgate/internal/metrics"
+	"github.com/hookgate/hookgate/internal/provider"
 	"github.com/hookgate/hookgate/internal/source"
 )
 
@@ -478,9 +479,11 @@ func toInbox(src *source.Source, e *source.Event) inbox.Event {
 }
 
 func writeResponse(w http.ResponseWriter, src *source.Source, status int, resp Response) {
-	if src != nil && src.Provider == "salesforce" {
-		writeSOAP(w, status, resp)
-		return
+	if src != nil {
+		if p, ok := provider.Lookup(src.Provider); ok && p.Answer != nil {
+			p.Answer(w, status, resp.Error)
+			return
+		}
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)

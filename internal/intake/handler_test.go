@@ -43,14 +43,14 @@ const (
 
 func testSources() []config.Source {
 	return []config.Source{
-		{Name: "std", Provider: config.ProviderStandard, Secret: config.NewSecret(standardSecret)},
-		{Name: "stdt", Provider: config.ProviderStandard, Secret: config.NewSecret(standardSecret), Tenant: "path"},
-		{Name: "stripe", Provider: config.ProviderStripe, Secret: config.NewSecret(stripeSecret)},
-		{Name: "gh", Provider: config.ProviderGitHub, Secret: config.NewSecret(githubSecret)},
-		{Name: "shop", Provider: config.ProviderShopify, Secret: config.NewSecret(shopifySecret)},
-		{Name: "crm", Provider: config.ProviderHubSpot, Secret: config.NewSecret(hubspotSecret)},
-		{Name: "sf", Provider: config.ProviderSalesforce, OrganizationID: sfOrg},
-		{Name: "stdtoff", Provider: config.ProviderStandard, Secret: config.NewSecret(standardSecret), Tenant: "path",
+		{Name: "std", Provider: "standard", Secret: config.NewSecret(standardSecret)},
+		{Name: "stdt", Provider: "standard", Secret: config.NewSecret(standardSecret), Tenant: "path"},
+		{Name: "stripe", Provider: "stripe", Secret: config.NewSecret(stripeSecret)},
+		{Name: "gh", Provider: "github", Secret: config.NewSecret(githubSecret)},
+		{Name: "shop", Provider: "shopify", Secret: config.NewSecret(shopifySecret)},
+		{Name: "crm", Provider: "hubspot", Secret: config.NewSecret(hubspotSecret)},
+		{Name: "sf", Provider: "salesforce", OrganizationID: sfOrg},
+		{Name: "stdtoff", Provider: "standard", Secret: config.NewSecret(standardSecret), Tenant: "path",
 			ReplayGuard: config.ReplayGuardOff},
 	}
 }
@@ -309,16 +309,16 @@ func TestUnauthenticatedStoresNothing(t *testing.T) {
 	t.Parallel()
 	b := setup(t, 0)
 	body := stripeEvent("evt_auth", "charge.succeeded", "ch_a", "succeeded", 1764583200, false)
-	wrong, err := source.New(config.Source{Name: "stripe", Provider: config.ProviderStripe, Secret: config.NewSecret("whsec_wrong")}, config.Default().Dedupe)
+	wrong, err := source.New(config.Source{Name: "stripe", Provider: "stripe", Secret: config.NewSecret("whsec_wrong")}, config.Default().Dedupe)
 	if err != nil {
 		t.Fatal(err)
 	}
-	stale, err := source.New(config.Source{Name: "stripe", Provider: config.ProviderStripe, Secret: config.NewSecret(stripeSecret)},
+	stale, err := source.New(config.Source{Name: "stripe", Provider: "stripe", Secret: config.NewSecret(stripeSecret)},
 		config.Default().Dedupe, verify.WithClock(func() time.Time { return time.Now().Add(-10 * time.Minute) }))
 	if err != nil {
 		t.Fatal(err)
 	}
-	future, err := source.New(config.Source{Name: "stripe", Provider: config.ProviderStripe, Secret: config.NewSecret(stripeSecret)},
+	future, err := source.New(config.Source{Name: "stripe", Provider: "stripe", Secret: config.NewSecret(stripeSecret)},
 		config.Default().Dedupe, verify.WithClock(func() time.Time { return time.Now().Add(10 * time.Minute) }))
 	if err != nil {
 		t.Fatal(err)

@@ -18,7 +18,7 @@ import (
 
 // newSecretOf returns the secret an operator rotates source sc to.
 func newSecretOf(sc config.Source) string {
-	if sc.Provider == config.ProviderStandard {
+	if sc.Provider == "standard" {
 		return "whsec_" + base64.StdEncoding.EncodeToString([]byte("the rotated standard secret"))
 	}
 	return sc.Secret.Value() + "-rotated"
@@ -26,7 +26,7 @@ func newSecretOf(sc config.Source) string {
 
 // thirdSecretOf returns a secret source sc was never given.
 func thirdSecretOf(sc config.Source) string {
-	if sc.Provider == config.ProviderStandard {
+	if sc.Provider == "standard" {
 		return "whsec_" + base64.StdEncoding.EncodeToString([]byte("a third, unknown secret"))
 	}
 	return sc.Secret.Value() + "-third"

@@ -40,7 +40,7 @@ func serve(t *testing.T, cfg config.Config, store inbox.Backend) *served {
 		t.Cleanup(func() { s.Close() })
 		store = s
 	}
-	cfg.Sources = []config.Source{{Name: "stripe", Provider: config.ProviderStripe, Secret: config.NewSecret(stripeSecret),
+	cfg.Sources = []config.Source{{Name: "stripe", Provider: "stripe", Secret: config.NewSecret(stripeSecret),
 		ReplayGuard: config.ReplayGuardOff}}
 	listen := func() net.Listener {
 		ln, err := net.Listen("tcp", "127.0.0.1:0")

@@ -388,7 +388,7 @@ func TestSalesforceWithoutTokenWarns(t *testing.T) {
 		warn  bool
 	}{{config.Secret{}, true}, {config.NewSecret("sf-token"), false}} {
 		cfg := config.Default()
-		cfg.Sources = []config.Source{{Name: "sf", Provider: config.ProviderSalesforce,
+		cfg.Sources = []config.Source{{Name: "sf", Provider: "salesforce",
 			OrganizationID: "00D5e000000AbCdEAK", Token: tc.token, ReplayGuard: config.ReplayGuardOff}}
 		var logs strings.Builder
 		gw, err := server.New(cfg, server.Options{Store: store, Logger: slog.New(slog.NewTextHandler(&logs, nil))})

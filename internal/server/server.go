@@ -22,6 +22,7 @@ import (
 	"github.com/hookgate/hookgate/internal/inbox"
 	"github.com/hookgate/hookgate/internal/intake"
 	"github.com/hookgate/hookgate/internal/metrics"
+	"github.com/hookgate/hookgate/internal/provider"
 	"github.com/hookgate/hookgate/internal/source"
 	"github.com/hookgate/hookgate/internal/spool"
 	"github.com/hookgate/hookgate/internal/worker"
@@ -129,11 +130,10 @@ func New(cfg config.Config, opts Options) (*Server, error) {
 		if err != nil {
 			return nil, fmt.Errorf("source %s: %w", sc.Name, err)
 		}
-		if sc.Provider == config.ProviderSalesforce && sc.Token.IsZero() {
-			// Salesforce signs nothing: without a token, anyone who knows the
-			// organization id can post messages, and each costs an XML parse.
-			s.log.Warn("salesforce source without a token: anyone who knows the organization id can post to it",
-				"source", sc.Name)
+		if p, ok := provider.Lookup(sc.Provider); ok && p.Warn != nil {
+			if msg := p.Warn(sc.Credentials()); msg != "" {
+				s.log.Warn(msg, "source", sc.Name)
+			}
 		}
 		s.sources = append(s.sources, src)
 	}

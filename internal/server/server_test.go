@@ -163,7 +163,7 @@ func startWith(t *testing.T, opts server.Options, configure func(*config.Config)
 	cfg.Admin.Token = config.NewSecret(adminToken)
 	cfg.Metrics.Public = true
 	cfg.Sources = []config.Source{{
-		Name: "stripe", Provider: config.ProviderStripe, Secret: config.NewSecret(stripeSecret),
+		Name: "stripe", Provider: "stripe", Secret: config.NewSecret(stripeSecret),
 		Schema: schema, Destinations: ds, Window: config.Duration(time.Hour),
 	}}
 	if configure != nil {
@@ -516,7 +516,7 @@ func TestIntakeOnlyLeavesEventsWaiting(t *testing.T) {
 	defer store.Close()
 	cfg := config.Default()
 	cfg.Sources = []config.Source{{
-		Name: "stripe", Provider: config.ProviderStripe, Secret: config.NewSecret(stripeSecret), Window: config.Duration(time.Hour),
+		Name: "stripe", Provider: "stripe", Secret: config.NewSecret(stripeSecret), Window: config.Duration(time.Hour),
 		Destinations: []config.Destination{config.Destination{Name: "app", URL: dest.srv.URL + "/hooks/app",
 			Secret: config.NewSecret(appSecret), On: "event", Timeout: config.Duration(5 * time.Second)}.WithDefaults()},
 	}}

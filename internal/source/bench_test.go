@@ -3,8 +3,6 @@ package source
 import (
 	"strings"
 	"testing"
-
-	"github.com/hookgate/hookgate/internal/config"
 )
 
 // BenchmarkEvents measures splitting and keying one request of each shape:
@@ -17,10 +15,10 @@ func BenchmarkEvents(b *testing.B) {
 		body     []byte
 		headers  []string
 	}{
-		{"github-header", config.ProviderGitHub, fixture(b, "stripe-event.json"), []string{"X-GitHub-Delivery: d-1", "X-GitHub-Event: push"}},
-		{"stripe-json", config.ProviderStripe, fixture(b, "stripe-event.json"), nil},
-		{"hubspot-batch3", config.ProviderHubSpot, fixture(b, "hubspot-batch.json"), nil},
-		{"salesforce-soap3", config.ProviderSalesforce, fixture(b, "salesforce-three.xml"), nil},
+		{"github-header", "github", fixture(b, "stripe-event.json"), []string{"X-GitHub-Delivery: d-1", "X-GitHub-Event: push"}},
+		{"stripe-json", "stripe", fixture(b, "stripe-event.json"), nil},
+		{"hubspot-batch3", "hubspot", fixture(b, "hubspot-batch.json"), nil},
+		{"salesforce-soap3", "salesforce", fixture(b, "salesforce-three.xml"), nil},
 	}
 	for _, c := range cases {
 		b.Run(c.name, func(b *testing.B) {
@@ -52,7 +50,7 @@ func tinyElements() []byte {
 // BenchmarkSalesforceTinyElements measures what intake spends on a hostile
 // Salesforce message before it is refused: authentication, then splitting.
 func BenchmarkSalesforceTinyElements(b *testing.B) {
-	s := newTestSource(b, presetConfig(config.ProviderSalesforce))
+	s := newTestSource(b, presetConfig("salesforce"))
 	body := tinyElements()
 	r := newRequest("/in/sf", body)
 	b.SetBytes(int64(len(body)))

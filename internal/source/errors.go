@@ -3,18 +3,20 @@ package source
 import (
 	"errors"
 	"fmt"
+
+	"github.com/hookgate/hookgate/internal/provider"
 )
 
 // Sentinel errors that a [*RequestError] wraps.
 var (
 	// ErrMalformed reports a body that is not in the provider's format: not
 	// JSON, not a JSON array of objects, not a Salesforce SOAP message.
-	ErrMalformed = errors.New("malformed body")
+	ErrMalformed = provider.ErrMalformed
 	// ErrBatchSize reports a batch with no events or more than [MaxBatch].
 	ErrBatchSize = errors.New("batch size out of range")
 	// ErrMissing reports that a selected event id part or tenant is absent
 	// or empty.
-	ErrMissing = errors.New("missing or empty")
+	ErrMissing = provider.ErrMissing
 	// ErrNotScalar reports that a selector chose a JSON object or array
 	// where a value was needed.
 	ErrNotScalar = errors.New("an object or array, not a value")

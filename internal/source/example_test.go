@@ -12,7 +12,7 @@ import (
 func ExampleSource_Events() {
 	src, err := source.New(config.Source{
 		Name:     "gh",
-		Provider: config.ProviderGitHub,
+		Provider: "github",
 		Secret:   config.NewSecret("github-webhook-secret"),
 		Tenant:   "path",
 	}, config.Dedupe{Window: config.DefaultWindow})

@@ -36,12 +36,12 @@ func newTestSource(t testing.TB, cfg config.Source) *Source {
 func presetConfig(provider string) config.Source {
 	cfg := config.Source{Name: provider + "-src", Provider: provider, Secret: config.NewSecret(provider + "-secret")}
 	switch provider {
-	case config.ProviderStandard:
+	case "standard":
 		cfg.Secret = config.NewSecret("whsec_" + base64.StdEncoding.EncodeToString([]byte("standard-secret")))
-	case config.ProviderSalesforce:
+	case "salesforce":
 		cfg.Secret = config.Secret{}
 		cfg.OrganizationID = testOrg
-	case config.ProviderHMAC:
+	case "hmac":
 		cfg.Signature = &config.Signature{Header: "X-Signature", Algorithm: "sha256", Encoding: "hex", Prefix: "sha256="}
 		cfg.Key = []string{"header:X-Event-Id"}
 	}

@@ -5,8 +5,6 @@ import (
 	"slices"
 	"strings"
 	"testing"
-
-	"github.com/hookgate/hookgate/internal/config"
 )
 
 func TestDuplicateName(t *testing.T) {
@@ -52,8 +50,8 @@ func TestDuplicateName(t *testing.T) {
 // twice on the path of any selector, the optional ones included.
 func TestJSONBodyRefused(t *testing.T) {
 	t.Parallel()
-	stripe := newTestSource(t, presetConfig(config.ProviderStripe))
-	hubspot := newTestSource(t, presetConfig(config.ProviderHubSpot))
+	stripe := newTestSource(t, presetConfig("stripe"))
+	hubspot := newTestSource(t, presetConfig("hubspot"))
 	event := `{"eventId":1,"subscriptionId":2,"portalId":3,"occurredAt":4,"objectId":5,"subscriptionType":"deal.creation"}`
 	for _, tt := range []struct {
 		name     string

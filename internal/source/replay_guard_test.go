@@ -22,7 +22,7 @@ func TestPresetReplayGuard(t *testing.T) {
 			case config.SelectQuery, config.SelectPath:
 				return true
 			case config.SelectHeader:
-				if provider != config.ProviderStandard || sel.String() != "header:webhook-id" {
+				if provider != "standard" || sel.String() != "header:webhook-id" {
 					return true
 				}
 			}
@@ -30,7 +30,7 @@ func TestPresetReplayGuard(t *testing.T) {
 		return false
 	}
 	on := map[bool]string{true: config.ReplayGuardOn, false: config.ReplayGuardOff}
-	for provider, p := range presets {
+	for provider, p := range presets() {
 		// Each part alone, the other two set to signed selectors.
 		signedKey, signedScope, signedTenant := []string{"json:id"}, []string{"json:a", "json:b"}, "const:t"
 		for _, part := range []struct {
@@ -56,7 +56,7 @@ func TestPresetReplayGuard(t *testing.T) {
 // the guard off there is none.
 func TestDigest(t *testing.T) {
 	t.Parallel()
-	cfg := presetConfig(config.ProviderStandard)
+	cfg := presetConfig("standard")
 	cfg.Tenant = "path"
 	a := newTestSource(t, cfg)
 	cfg.Name = "other"

@@ -14,7 +14,7 @@ import (
 // rotatingSecrets returns a new, an old and a never-configured secret of
 // provider.
 func rotatingSecrets(provider string) [3]string {
-	if provider == config.ProviderStandard {
+	if provider == "standard" {
 		var s [3]string
 		for i, v := range []string{"new standard secret", "old standard secret", "third standard secret"} {
 			s[i] = "whsec_" + base64.StdEncoding.EncodeToString([]byte(v))
@@ -29,8 +29,8 @@ func rotatingSecrets(provider string) [3]string {
 // third secret, and takes one replay digest whichever secret signed.
 func TestSecretRotation(t *testing.T) {
 	t.Parallel()
-	for _, provider := range []string{config.ProviderStandard, config.ProviderStripe, config.ProviderGitHub,
-		config.ProviderShopify, config.ProviderHubSpot, config.ProviderShippo, config.ProviderHMAC} {
+	for _, provider := range []string{"standard", "stripe", "github",
+		"shopify", "hubspot", "shippo", "hmac"} {
 		t.Run(provider, func(t *testing.T) {
 			t.Parallel()
 			secrets := rotatingSecrets(provider)
@@ -76,14 +76,14 @@ func TestSecretRotation(t *testing.T) {
 // sign, tests) uses the list's first secret, the new one.
 func TestSecretRotationSignsWithTheFirst(t *testing.T) {
 	t.Parallel()
-	cfg := presetConfig(config.ProviderGitHub)
+	cfg := presetConfig("github")
 	cfg.Secret = config.NewSecrets("github-new", "github-old")
 	s := newTestSource(t, cfg)
 	body := []byte(`{"id":1}`)
 	if got, err := s.Authenticate(signedRequest(t, s, "/in/x", body), body); got != 0 || err != nil {
 		t.Errorf("Authenticate = %d, %v, want 0", got, err)
 	}
-	one := presetConfig(config.ProviderSalesforce)
+	one := presetConfig("salesforce")
 	if s := newTestSource(t, one); s.Secrets != 1 {
 		t.Errorf("a salesforce source: Secrets = %d, want 1", s.Secrets)
 	}

@@ -159,21 +159,6 @@ func xmlValue(in *input, sel config.Selector) string {
 	return strings.TrimSpace(string(n.text))
 }
 
-// derivedSel is a preset's selector that computes its value from the event
-// in a way the config syntax cannot say.
-type derivedSel struct {
-	desc string
-	from config.SelectorKind
-	// read is what fn reads of the body, in config form.
-	read []config.Selector
-	fn   func(in *input) (string, error)
-}
-
-func (d derivedSel) kind() config.SelectorKind       { return d.from }
-func (d derivedSel) String() string                  { return d.desc }
-func (d derivedSel) value(in *input) (string, error) { return d.fn(in) }
-func (d derivedSel) reads() []config.Selector        { return d.read }
-
 // optional evaluates sel for a part that may be empty (scope, entity): no
 // selector, a missing value or a non-scalar all give "".
 func optional(sel selector, in *input) string {

@@ -19,6 +19,7 @@ import (
 
 	"github.com/hookgate/hookgate/dedupe"
 	"github.com/hookgate/hookgate/internal/config"
+	"github.com/hookgate/hookgate/internal/provider"
 	"github.com/hookgate/hookgate/verify"
 )
 
@@ -113,7 +114,7 @@ func New(cfg config.Source, defaults config.Dedupe, opts ...verify.Option) (*Sou
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("source %q: %w", cfg.Name, err)
 	}
-	p := presets[cfg.Provider]
+	p := presets()[cfg.Provider]
 	s := &Source{
 		Name:     cfg.Name,
 		Provider: cfg.Provider,
@@ -236,30 +237,11 @@ func newVerifier(cfg config.Source, opts []verify.Option) (*verify.Any, error) {
 
 // newScheme builds the provider's verifier with one secret.
 func newScheme(cfg config.Source, secret string, opts []verify.Option) (verify.Scheme, error) {
-	switch cfg.Provider {
-	case config.ProviderStandard:
-		return verify.NewStandard(secret, opts...)
-	case config.ProviderStripe:
-		return verify.NewStripe(secret, opts...)
-	case config.ProviderGitHub:
-		return verify.NewGitHub(secret, opts...)
-	case config.ProviderShopify:
-		return verify.NewShopify(secret, opts...)
-	case config.ProviderHubSpot:
-		return verify.NewHubSpot(secret, opts...)
-	case config.ProviderShippo:
-		return verify.NewShippo(secret, cfg.Token.Value(), opts...)
-	case config.ProviderSalesforce:
-		return verify.NewSalesforce(cfg.OrganizationID, cfg.Token.Value(), opts...)
-	case config.ProviderHMAC:
-		return verify.NewHMAC(secret, verify.HMACConfig{
-			Header:    cfg.Signature.Header,
-			Algorithm: cfg.Signature.Algorithm,
-			Encoding:  cfg.Signature.Encoding,
-			Prefix:    cfg.Signature.Prefix,
-		}, opts...)
+	p, ok := provider.Lookup(cfg.Provider)
+	if !ok {
+		return nil, fmt.Errorf("%w: unknown provider %q", config.ErrInvalid, cfg.Provider)
 	}
-	return nil, fmt.Errorf("%w: unknown provider %q", config.ErrInvalid, cfg.Provider)
+	return p.NewScheme(cfg.Credentials(), secret, opts...)
 }
 
 // errNoVerifier is what Authenticate returns for a Source not built by New.

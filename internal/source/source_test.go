@@ -53,14 +53,14 @@ func TestPresets(t *testing.T) {
 	}{
 		{
 			name:    "standard",
-			cfg:     with(config.ProviderStandard, nil),
+			cfg:     with("standard", nil),
 			body:    []byte(`{"type":"invoice.paid"}`),
 			headers: []string{"webhook-id: msg_2KWPBgLlAfxdpx2AI54pPJ85f4W"},
 			want:    []wantEvent{{key: dedupe.Key{Provider: "standard-src", EventID: "msg_2KWPBgLlAfxdpx2AI54pPJ85f4W"}}},
 		},
 		{
 			name:       "standard, tenant from path",
-			cfg:        with(config.ProviderStandard, func(c *config.Source) { c.Tenant = "path" }),
+			cfg:        with("standard", func(c *config.Source) { c.Tenant = "path" }),
 			body:       []byte(`not json at all`),
 			headers:    []string{"webhook-id: msg_1"},
 			pathTenant: "acme",
@@ -68,7 +68,7 @@ func TestPresets(t *testing.T) {
 		},
 		{
 			name: "stripe refunded charge",
-			cfg:  with(config.ProviderStripe, nil),
+			cfg:  with("stripe", nil),
 			body: fixture(t, "stripe-event.json"),
 			want: []wantEvent{{
 				key: dedupe.Key{Provider: "stripe-src", ObjectType: "charge", Action: "charge.refunded", EventID: "evt_3QxY1b2eZvKYlo2C0abc1234"},
@@ -78,7 +78,7 @@ func TestPresets(t *testing.T) {
 		},
 		{
 			name: "stripe connect account as tenant",
-			cfg:  with(config.ProviderStripe, func(c *config.Source) { c.Tenant = "json:account" }),
+			cfg:  with("stripe", func(c *config.Source) { c.Tenant = "json:account" }),
 			body: stripeLive,
 			want: []wantEvent{{
 				key:    dedupe.Key{Tenant: "acct_9", Provider: "stripe-src", ObjectType: "charge", Action: "charge.succeeded", EventID: "evt_2"},
@@ -87,7 +87,7 @@ func TestPresets(t *testing.T) {
 		},
 		{
 			name: "stripe entity state overridden",
-			cfg: with(config.ProviderStripe, func(c *config.Source) {
+			cfg: with("stripe", func(c *config.Source) {
 				c.Entity.State = "json:data.object.status"
 				c.Scope = []string{"json:type"}
 			}),
@@ -100,14 +100,14 @@ func TestPresets(t *testing.T) {
 		},
 		{
 			name:    "github",
-			cfg:     with(config.ProviderGitHub, nil),
+			cfg:     with("github", nil),
 			body:    []byte(`{"zen":"Keep it logically awesome."}`),
 			headers: []string{"X-GitHub-Delivery: 72d3162e-cc78-11e3-81ab-4c9367dc0958", "X-GitHub-Event: ping"},
 			want:    []wantEvent{{key: dedupe.Key{Provider: "github-src", Action: "ping", EventID: "72d3162e-cc78-11e3-81ab-4c9367dc0958"}}},
 		},
 		{
 			name:    "github, tenant from query",
-			cfg:     with(config.ProviderGitHub, func(c *config.Source) { c.Tenant = "query:org" }),
+			cfg:     with("github", func(c *config.Source) { c.Tenant = "query:org" }),
 			body:    []byte(`payload=%7B%7D`),
 			url:     "/in/gh?org=acme&x=1",
 			headers: []string{"X-GitHub-Delivery: d-1", "X-GitHub-Event: push"},
@@ -115,7 +115,7 @@ func TestPresets(t *testing.T) {
 		},
 		{
 			name: "shopify",
-			cfg:  with(config.ProviderShopify, nil),
+			cfg:  with("shopify", nil),
 			body: shopifyBody,
 			headers: []string{"X-Shopify-Webhook-Id: b54557e4-bdd9-4b37-8a5f-bf7d70bcd043",
 				"X-Shopify-Shop-Domain: acme.myshopify.com", "X-Shopify-Topic: orders/updated",
@@ -129,7 +129,7 @@ func TestPresets(t *testing.T) {
 		},
 		{
 			name: "hubspot batch",
-			cfg:  with(config.ProviderHubSpot, nil),
+			cfg:  with("hubspot", nil),
 			body: fixture(t, "hubspot-batch.json"),
 			url:  "https://hooks.example.com/in/crm",
 			want: []wantEvent{
@@ -152,7 +152,7 @@ func TestPresets(t *testing.T) {
 		},
 		{
 			name: "salesforce",
-			cfg:  with(config.ProviderSalesforce, nil),
+			cfg:  with("salesforce", nil),
 			body: fixture(t, "salesforce-outbound.xml"),
 			want: []wantEvent{
 				{
@@ -169,7 +169,7 @@ func TestPresets(t *testing.T) {
 		},
 		{
 			name: "salesforce with token and xml overrides",
-			cfg: with(config.ProviderSalesforce, func(c *config.Source) {
+			cfg: with("salesforce", func(c *config.Source) {
 				c.Token = config.NewSecret("sf-token")
 				c.Scope = []string{"xml:sObject/@type", "xml:/Envelope/Body/notifications/ActionId"}
 				c.Entity.State = "xml:sObject/StageName"
@@ -192,7 +192,7 @@ func TestPresets(t *testing.T) {
 		},
 		{
 			name: "shippo signed",
-			cfg:  with(config.ProviderShippo, nil),
+			cfg:  with("shippo", nil),
 			body: fixture(t, "shippo-track-updated.json"),
 			want: []wantEvent{{
 				key: dedupe.Key{Provider: "shippo-src", Action: "track_updated",
@@ -203,7 +203,7 @@ func TestPresets(t *testing.T) {
 		},
 		{
 			name: "shippo token only",
-			cfg: with(config.ProviderShippo, func(c *config.Source) {
+			cfg: with("shippo", func(c *config.Source) {
 				c.Secret = config.Secret{}
 				c.Token = config.NewSecret("shippo-token")
 			}),
@@ -217,7 +217,7 @@ func TestPresets(t *testing.T) {
 		},
 		{
 			name: "hmac with every selector kind",
-			cfg: with(config.ProviderHMAC, func(c *config.Source) {
+			cfg: with("hmac", func(c *config.Source) {
 				c.Key = []string{"header:X-Event-Id", "json:seq", "query:attempt_group"}
 				c.Scope = []string{"const:custom", "json:type"}
 				c.Tenant = "header:X-Tenant"
@@ -271,7 +271,7 @@ func TestPresets(t *testing.T) {
 
 func TestPayloads(t *testing.T) {
 	t.Parallel()
-	hs := newTestSource(t, presetConfig(config.ProviderHubSpot))
+	hs := newTestSource(t, presetConfig("hubspot"))
 	body := fixture(t, "hubspot-batch.json")
 	events, err := hs.Events(newRequest("/in/crm", body), body, "")
 	if err != nil {
@@ -284,7 +284,7 @@ func TestPayloads(t *testing.T) {
 		}
 	}
 
-	st := newTestSource(t, presetConfig(config.ProviderStripe))
+	st := newTestSource(t, presetConfig("stripe"))
 	body = fixture(t, "stripe-event.json")
 	events, err = st.Events(newRequest("/in/stripe", body), body, "")
 	if err != nil {
@@ -299,7 +299,7 @@ func TestPayloads(t *testing.T) {
 // about another sObject type that carries SystemModstamp only.
 func TestSalesforceSplit(t *testing.T) {
 	t.Parallel()
-	s := newTestSource(t, presetConfig(config.ProviderSalesforce))
+	s := newTestSource(t, presetConfig("salesforce"))
 	body := fixture(t, "salesforce-three.xml")
 	r := newRequest("/in/sf", body, "Content-Type: text/xml; charset=utf-8", "SOAPAction: \"\"")
 	if _, err := s.Authenticate(r, body); err != nil {
@@ -336,7 +336,7 @@ func TestSalesforceSplit(t *testing.T) {
 // not change the key; a different occurrence must.
 func TestHubSpotRetryKeepsKey(t *testing.T) {
 	t.Parallel()
-	s := newTestSource(t, presetConfig(config.ProviderHubSpot))
+	s := newTestSource(t, presetConfig("hubspot"))
 	event := func(attempt int, occurredAt int64) dedupe.Hash {
 		t.Helper()
 		body := fmt.Appendf(nil, `[{"eventId":1857201,"subscriptionId":4461,"portalId":62515,"occurredAt":%d,
@@ -362,7 +362,7 @@ func TestHubSpotRetryKeepsKey(t *testing.T) {
 // signature.
 func TestHeaders(t *testing.T) {
 	t.Parallel()
-	cfg := presetConfig(config.ProviderShopify)
+	cfg := presetConfig("shopify")
 	cfg.Tenant = "header:x-store"
 	s := newTestSource(t, cfg)
 	body := []byte(`{"id":1}`)
@@ -414,7 +414,7 @@ func TestJoinID(t *testing.T) {
 // parts gives a different key.
 func TestKeyPartsStayApart(t *testing.T) {
 	t.Parallel()
-	cfg := presetConfig(config.ProviderHMAC)
+	cfg := presetConfig("hmac")
 	cfg.Key = []string{"header:X-A", "header:X-B"}
 	s := newTestSource(t, cfg)
 	hash := func(a, b string) dedupe.Hash {
@@ -457,7 +457,7 @@ func TestOrder(t *testing.T) {
 
 func TestWindow(t *testing.T) {
 	t.Parallel()
-	cfg := presetConfig(config.ProviderGitHub)
+	cfg := presetConfig("github")
 	for _, tt := range []struct {
 		own, dflt config.Duration
 		want      time.Duration
@@ -484,10 +484,10 @@ func TestNewErrors(t *testing.T) {
 		cfg  config.Source
 		is   error
 	}{
-		{"invalid config", config.Source{Name: "x", Provider: config.ProviderGitHub}, config.ErrInvalid},
+		{"invalid config", config.Source{Name: "x", Provider: "github"}, config.ErrInvalid},
 		{"unknown provider", config.Source{Name: "x", Provider: "strpe", Secret: config.NewSecret("s")}, config.ErrInvalid},
-		{"standard secret not base64", config.Source{Name: "x", Provider: config.ProviderStandard, Secret: config.NewSecret("whsec_!!!")}, verify.ErrConfig},
-		{"salesforce org checksum", config.Source{Name: "x", Provider: config.ProviderSalesforce, OrganizationID: "00D5e000000AbCdAAA"}, verify.ErrConfig},
+		{"standard secret not base64", config.Source{Name: "x", Provider: "standard", Secret: config.NewSecret("whsec_!!!")}, verify.ErrConfig},
+		{"salesforce org checksum", config.Source{Name: "x", Provider: "salesforce", OrganizationID: "00D5e000000AbCdAAA"}, verify.ErrConfig},
 	}
 	for _, tt := range tests {
 		s, err := New(tt.cfg, testDedupe)
@@ -504,8 +504,8 @@ func TestNewErrors(t *testing.T) {
 // not built by New are all rejected.
 func TestAuthenticateFailsClosed(t *testing.T) {
 	t.Parallel()
-	for _, provider := range []string{config.ProviderStandard, config.ProviderStripe, config.ProviderGitHub,
-		config.ProviderShopify, config.ProviderHubSpot, config.ProviderShippo, config.ProviderHMAC} {
+	for _, provider := range []string{"standard", "stripe", "github",
+		"shopify", "hubspot", "shippo", "hmac"} {
 		t.Run(provider, func(t *testing.T) {
 			t.Parallel()
 			s := newTestSource(t, presetConfig(provider))
@@ -526,7 +526,7 @@ func TestAuthenticateFailsClosed(t *testing.T) {
 			}
 		})
 	}
-	sf := newTestSource(t, presetConfig(config.ProviderSalesforce))
+	sf := newTestSource(t, presetConfig("salesforce"))
 	body := bytes.Replace(fixture(t, "salesforce-outbound.xml"), []byte(testOrg), []byte("00D5e000000ZzZzEAK"), 1)
 	if _, err := sf.Authenticate(newRequest("/in/sf", body), body); !errors.Is(err, verify.ErrMismatch) {
 		t.Errorf("salesforce message of another organization: %v, want ErrMismatch", err)
@@ -541,7 +541,7 @@ func TestAuthenticateFailsClosed(t *testing.T) {
 // other is refused with a reason that names the character by code point.
 func TestPathTenant(t *testing.T) {
 	t.Parallel()
-	cfg := presetConfig(config.ProviderStandard)
+	cfg := presetConfig("standard")
 	cfg.Tenant = "path"
 	s := newTestSource(t, cfg)
 	body := []byte(`{}`)

@@ -5,7 +5,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/hookgate/hookgate/internal/config"
 	"github.com/hookgate/hookgate/verify"
 )
 
@@ -26,7 +25,7 @@ const sfNote = `<Notification><Id>04l5e00000AbC1AAAV</Id>` +
 // forms of one organization key one notification alike.
 func TestSalesforceTenantIsTheOrganization(t *testing.T) {
 	t.Parallel()
-	s := newTestSource(t, presetConfig(config.ProviderSalesforce))
+	s := newTestSource(t, presetConfig("salesforce"))
 	org15 := testOrg[:15]
 	var first *Event
 	for _, org := range []string{testOrg, org15, " " + org15 + "\n"} {
@@ -56,7 +55,7 @@ func TestSalesforceTenantIsTheOrganization(t *testing.T) {
 // an event, nor the entity.
 func TestSalesforceLookAlikes(t *testing.T) {
 	t.Parallel()
-	s := newTestSource(t, presetConfig(config.ProviderSalesforce))
+	s := newTestSource(t, presetConfig("salesforce"))
 	note := strings.NewReplacer(
 		`<Id>`, `<x:Id xmlns:x="urn:evil">evil-note</x:Id><Id>`,
 		`<sf:Id>`, `<x:Id xmlns:x="urn:evil">evil-object</x:Id><sf:Id>`,
@@ -98,7 +97,7 @@ func TestSalesforceLookAlikes(t *testing.T) {
 // that appears twice is refused, since readers disagree on which counts.
 func TestSalesforceDuplicateNames(t *testing.T) {
 	t.Parallel()
-	s := newTestSource(t, presetConfig(config.ProviderSalesforce))
+	s := newTestSource(t, presetConfig("salesforce"))
 	for name, note := range map[string]string{
 		"notification id": strings.Replace(sfNote, `<sObject`, `<Id>04l5e00000AbC9AAAV</Id><sObject`, 1),
 		"version":         strings.Replace(sfNote, `</sObject>`, `<sf:LastModifiedDate>2030-01-01T00:00:00Z</sf:LastModifiedDate></sObject>`, 1),
@@ -124,7 +123,7 @@ func TestSalesforceDuplicateNames(t *testing.T) {
 // elements it carries.
 func TestSalesforceElementBound(t *testing.T) {
 	t.Parallel()
-	s := newTestSource(t, presetConfig(config.ProviderSalesforce))
+	s := newTestSource(t, presetConfig("salesforce"))
 	fill := func(n int) []byte {
 		return outbound(testOrg, strings.Replace(sfNote, `</sObject>`, strings.Repeat(`<a/>`, n)+`</sObject>`, 1))
 	}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/hookgate/hookgate/internal/config"
+	"github.com/hookgate/hookgate/internal/provider"
 	"github.com/hookgate/hookgate/verify"
 )
 
@@ -36,30 +37,20 @@ type Fixture struct {
 	About string
 }
 
-// Fixtures are the example events; each provider's first is its default.
-// hmac has none: its events are keyed by the selectors of the config,
-// which no fixture can know.
-var Fixtures = []Fixture{
-	{config.ProviderStandard, "contact.created", "contact.created.json", "a Standard Webhooks event: a contact was created"},
-	{config.ProviderStandard, "invoice.paid", "invoice.paid.json", "a Standard Webhooks event: an invoice was paid"},
-	{config.ProviderStripe, "payment_intent.succeeded", "payment_intent.succeeded.json", "a PaymentIntent was paid"},
-	{config.ProviderStripe, "charge.succeeded", "charge.succeeded.json", "a card charge succeeded"},
-	{config.ProviderStripe, "charge.refunded", "charge.refunded.json", "a charge was refunded in full (entity state refunded)"},
-	{config.ProviderStripe, "customer.created", "customer.created.json", "a customer was created"},
-	{config.ProviderStripe, "checkout.session.completed", "checkout.session.completed.json", "a Checkout session was paid"},
-	{config.ProviderGitHub, "push", "push.json", "a commit pushed to main"},
-	{config.ProviderGitHub, "pull_request", "pull_request.json", "a pull request was opened"},
-	{config.ProviderGitHub, "ping", "ping.json", "the ping GitHub sends when a webhook is created"},
-	{config.ProviderGitHub, "issues", "issues.json", "an issue was opened"},
-	{config.ProviderShopify, "orders/create", "orders-create.json", "an order was placed"},
-	{config.ProviderShopify, "orders/paid", "orders-paid.json", "an order was paid"},
-	{config.ProviderShopify, "customers/create", "customers-create.json", "a customer signed up"},
-	{config.ProviderHubSpot, "contact.creation", "contact.creation.json", "a batch of two contact.creation events"},
-	{config.ProviderHubSpot, "contact.propertyChange", "contact.propertyChange.json", "a contact's lifecycle stage became customer"},
-	{config.ProviderHubSpot, "deal.propertyChange", "deal.propertyChange.json", "a batch: a deal's stage and amount changed"},
-	{config.ProviderSalesforce, "Opportunity", "Opportunity.xml", "an outbound message: an opportunity was won"},
-	{config.ProviderSalesforce, "Lead", "Lead.xml", "an outbound message: a lead came in from the web"},
-	{config.ProviderShippo, "track_updated", "track_updated.json", "a parcel's tracking status became TRANSIT"},
+// Fixtures are the example events of every provider (internal/provider's
+// Examples), in the registry's order; each provider's first is its
+// default. A provider without examples (hmac: its events are keyed by the
+// selectors of the config, which no fixture can know) has none.
+var Fixtures = fixtures()
+
+func fixtures() []Fixture {
+	var out []Fixture
+	for _, p := range provider.All() {
+		for _, e := range p.Examples {
+			out = append(out, Fixture{Provider: p.Name, Event: e.Event, File: e.File, About: e.About})
+		}
+	}
+	return out
 }
 
 // Providers are the providers that have fixtures, in the order of
@@ -128,8 +119,8 @@ type gen struct {
 	shop string
 }
 
-// newGen starts a rendering for src at now; shop is the Shopify shop
-// domain the headers name.
+// newGen starts a rendering for src at now; shop is the tenant the
+// headers name (Shopify's shop domain).
 func newGen(now time.Time, seed [32]byte, src config.Source, shop string) *gen {
 	return &gen{now: now, rnd: rand.New(rand.NewChaCha8(seed)), memo: map[string]string{}, src: src, shop: shop}
 }
@@ -172,7 +163,7 @@ func (g *gen) chars(alphabet string, n int) string {
 //	uuid "form"                 a random UUID
 //	sfid "006"                  an 18-character Salesforce id of that key prefix
 //	org, org15                  the source's organization id, 18 and 15 characters
-//	shop                        the shop domain of X-Shopify-Shop-Domain
+//	shop                        the tenant of the provider's tenant header (Shopify's shop domain)
 //	upper                       strings.ToUpper
 func (g *gen) funcs() template.FuncMap {
 	return template.FuncMap{

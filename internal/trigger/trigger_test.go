@@ -14,7 +14,7 @@ import (
 // sourceOf is a source of provider with the secrets its preset needs.
 func sourceOf(provider string) config.Source {
 	sc := config.Source{Name: provider + "-in", Provider: provider, Secret: config.NewSecret("whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw")}
-	if provider == config.ProviderSalesforce {
+	if provider == "salesforce" {
 		sc.Secret, sc.OrganizationID, sc.Token = config.Secret{}, "00D5e000000AbCd", config.NewSecret("sf-token")
 	}
 	return sc
@@ -79,13 +79,13 @@ func TestFind(t *testing.T) {
 			t.Errorf("default of %s: %+v, %v", p, f, ok)
 		}
 	}
-	if f, ok := trigger.Find(config.ProviderStripe, "CHARGE.Refunded"); !ok || f.Event != "charge.refunded" {
+	if f, ok := trigger.Find("stripe", "CHARGE.Refunded"); !ok || f.Event != "charge.refunded" {
 		t.Errorf("Find(stripe, CHARGE.Refunded) = %+v, %v", f, ok)
 	}
-	if _, ok := trigger.Find(config.ProviderHMAC, ""); ok {
+	if _, ok := trigger.Find("hmac", ""); ok {
 		t.Error("hmac has a fixture")
 	}
-	if _, ok := trigger.Find(config.ProviderStripe, "nope"); ok {
+	if _, ok := trigger.Find("stripe", "nope"); ok {
 		t.Error("stripe has an event nope")
 	}
 }
