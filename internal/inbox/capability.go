@@ -1,6 +1,9 @@
 package inbox
 
-import "context"
+import (
+	"context"
+	"time"
+)
 
 // The optional capabilities of a backend, beside Store: callers find them
 // with a type assertion, and a wrapper of a store (the spool's fallback)
@@ -53,4 +56,30 @@ type DuplicateCounter interface {
 // single-writer engine such as SQLite can use.
 type ParallelAcceptor interface {
 	AcceptWriters() int
+}
+
+// OrderedDispatcher is implemented by backends that deliver per-key
+// order (order: entity on a destination). Every node's dispatcher of an
+// ordered lane calls it instead of Store.Dispatch.
+type OrderedDispatcher interface {
+	// DispatchOrdered is Dispatch for an ordered lane: it records done as
+	// Dispatch does (releasing each ordered delivery's key, counting a
+	// skip or holding the key for a Done with Block), then leases up to n
+	// deliveries, each the head of its key: the key's pending delivery
+	// with the lowest EntityOrder, then inbox id, when it is due, none of
+	// the key's deliveries is in flight and the key is not blocked. At
+	// most one delivery per key is leased at a time, on all nodes
+	// together; a lease that expires (its node died) frees the key. A
+	// delivery leased for the first time gets the key's next Sequence
+	// and the count of skips before it.
+	DispatchOrdered(ctx context.Context, owner string, lane Lane, done []Done, n int, d time.Duration) (Dispatched, error)
+}
+
+// OrderSkipper is implemented by backends in which an operator can skip
+// a blocked key of an ordered lane.
+type OrderSkipper interface {
+	// SkipKey unblocks key in lane: its failed delivery stays failed (the
+	// event dead) and counts as skipped, and the key's next delivery is
+	// made. It reports whether the key was blocked.
+	SkipKey(ctx context.Context, lane Lane, key string) (bool, error)
 }

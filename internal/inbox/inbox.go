@@ -207,6 +207,19 @@ type Delivery struct {
 	Error string
 	// At is when the last attempt was made; zero before the first.
 	At time.Time
+	// OrderKey is the key of a delivery to a destination with order:
+	// entity ("" for any other): the deliveries of one key go one at a
+	// time, in entity version order, then inbox id.
+	OrderKey string
+	// Sequence is an ordered delivery's position in its key: 1 for the
+	// key's first delivery to the destination, then one more for each
+	// delivery taken as its key's head. It is given when the delivery is
+	// first leased and kept through its retries; 0 until then, and for an
+	// unordered delivery.
+	Sequence int64
+	// Skipped counts the deliveries of the key that failed for good and
+	// were passed over (on_exhausted: skip) just before this one.
+	Skipped int
 }
 
 // Attempt is one try to deliver an event to a destination, as the attempt
@@ -236,6 +249,11 @@ type Done struct {
 	// DeliveryPending to try again at NextAttemptAt.
 	Status        DeliveryStatus
 	NextAttemptAt time.Time
+	// Block, for an ordered delivery that failed for good, holds its key
+	// (on_exhausted: block): no later delivery of the key is leased until
+	// the event is replayed or the key is skipped (OrderSkipper). Without
+	// it the key moves on, and its next delivery counts the skip.
+	Block bool
 }
 
 // Settled is an event whose last open delivery ended.
@@ -278,6 +296,11 @@ type LaneState struct {
 	// whatever State says, none of its deliveries is leased. The circuit
 	// never sets or clears it.
 	Held bool
+	// Blocked counts the keys of an ordered lane (order: entity,
+	// on_exhausted: block) that wait for an operator: a delivery failed
+	// for good, and the key's later deliveries are not made until its
+	// event is replayed or the key is skipped.
+	Blocked int
 }
 
 // Lane states.
@@ -302,6 +325,12 @@ type Result struct {
 	// are delivered, StatusDead once one failed for good and none is
 	// pending.
 	Destinations []string
+	// OrderKeys are the keys of the event's deliveries to destinations
+	// with order: entity, by destination name (each one of Destinations).
+	// Such a delivery is leased only as the head of its key: the key's
+	// pending delivery of the lowest entity version (EntityOrder), then
+	// inbox id, while none of the key's deliveries is in flight.
+	OrderKeys map[string]string
 }
 
 // ReplayFilter selects the events Replay puts back. Zero fields match

@@ -28,6 +28,7 @@ func ExerciseNodes(t *testing.T, newDatabase func(t *testing.T, clock *Clock) (o
 		{"ApplyRace", testNodesApplyRace},
 		{"IncidentRace", testNodesIncidentRace},
 		{"IncidentRestart", testNodesIncidentRestart},
+		{"OrderedRace", testNodesOrderedRace},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -85,6 +85,8 @@ func Exercise(t *testing.T, newStore func(t *testing.T, clock *Clock) inbox.Stor
 		{"HoldLane", testHoldLane},
 		{"RecentAttempts", testRecentAttempts},
 		{"ReplayFailedTo", testReplayFailedTo},
+		{"OrderedHeads", testOrderedHeads},
+		{"OrderedBlock", testOrderedBlock},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

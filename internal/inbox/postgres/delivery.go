@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -13,7 +14,7 @@ import (
 )
 
 // deliveryColumns are what scanDelivery reads.
-const deliveryColumns = `event_id, destination, status, attempts, next_attempt_at, code, error, at`
+const deliveryColumns = `event_id, destination, status, attempts, next_attempt_at, code, error, at, order_key, seq, skipped`
 
 // Deliveries implements inbox.Store. Events without a delivery are absent
 // from the map.
@@ -50,7 +51,8 @@ func scanDelivery(row pgx.Row, extra ...any) (inbox.Delivery, error) {
 		status   string
 		next, at pgtype.Timestamptz
 	)
-	err := row.Scan(append([]any{&d.EventID, &d.Destination, &status, &d.Attempts, &next, &d.Code, &d.Error, &at}, extra...)...)
+	err := row.Scan(append([]any{&d.EventID, &d.Destination, &status, &d.Attempts, &next, &d.Code, &d.Error, &at,
+		&d.OrderKey, &d.Sequence, &d.Skipped}, extra...)...)
 	d.Status, d.NextAttemptAt, d.At = inbox.DeliveryStatus(status), fromTS(next), fromTS(at)
 	return d, err
 }
@@ -74,7 +76,7 @@ func (s *Store) Dispatch(ctx context.Context, owner string, lane inbox.Lane, don
 		if n <= 0 {
 			return nil
 		}
-		tasks, err := s.leaseDeliveries(ctx, tx, owner, lane, n, d)
+		tasks, err := s.leaseDeliveries(ctx, tx, owner, lane, n, d, false)
 		out.Tasks = tasks
 		return err
 	})
@@ -102,7 +104,7 @@ UPDATE inbox_deliveries d SET status = a.status, attempts = d.attempts + 1, next
 	lease_owner = '', lease_until = '-infinity'
 FROM a, clock
 WHERE d.event_id = a.event_id AND d.destination = a.destination AND d.lease_owner = $10 AND d.status = 'pending'
-RETURNING d.event_id, d.destination`
+RETURNING d.event_id, d.destination, d.source, d.order_key`
 
 // recordDone records finished attempts: each goes to the attempt log; the
 // ones whose delivery owner still leases update it and may settle their
@@ -143,28 +145,42 @@ func (s *Store) recordDone(ctx context.Context, tx pgx.Tx, owner string, done []
 		id   int64
 		dest string
 	}
-	updated := map[delivery]bool{}
+	type order struct{ source, key string }
+	updated := map[delivery]order{}
 	for rows.Next() {
-		var d delivery
-		if err := rows.Scan(&d.id, &d.dest); err != nil {
+		var (
+			d delivery
+			o order
+		)
+		if err := rows.Scan(&d.id, &d.dest, &o.source, &o.key); err != nil {
 			rows.Close()
 			return err
 		}
-		updated[d] = true
+		updated[d] = o
 	}
 	rows.Close()
 	if err := rows.Err(); err != nil {
 		return err
 	}
-	var ended []int64
+	var (
+		ended    []int64
+		released keyRelease
+	)
 	for i, dn := range done {
-		if !updated[delivery{ids[i], dests[i]}] {
+		o, ok := updated[delivery{ids[i], dests[i]}]
+		if !ok {
 			out.Lost = append(out.Lost, ids[i])
 			continue
+		}
+		if o.key != "" {
+			released.add(o.source, o.key, dn)
 		}
 		if dn.Status != inbox.DeliveryPending && !slices.Contains(ended, ids[i]) {
 			ended = append(ended, ids[i])
 		}
+	}
+	if err := released.exec(ctx, tx, owner); err != nil {
+		return err
 	}
 	if len(ended) == 0 {
 		return nil
@@ -204,13 +220,28 @@ SELECT ` + eventColumns + `, l.event_id, l.destination, l.status, l.attempts, l.
 FROM leased l JOIN inbox_events e ON e.id = l.event_id
 ORDER BY e.id`
 
+// laneLeaseUnkeyed is laneLease for the deliveries of an ordered lane
+// that have no order key: made before the destination was ordered.
+var laneLeaseUnkeyed = strings.Replace(laneLease, "AND lease_until <= clock.now", "AND lease_until <= clock.now AND order_key = ''", 1)
+
 // leaseDeliveries leases up to n due deliveries of lane for d and returns
-// them with their events, in event id order.
-func (s *Store) leaseDeliveries(ctx context.Context, tx pgx.Tx, owner string, lane inbox.Lane, n int, d time.Duration) ([]inbox.Task, error) {
-	rows, err := tx.Query(ctx, laneLease, s.clock(), lane.Source, lane.Destination, owner, micros(d), n)
+// them with their events, in event id order; unkeyed limits it to
+// deliveries without an order key.
+func (s *Store) leaseDeliveries(ctx context.Context, tx pgx.Tx, owner string, lane inbox.Lane, n int, d time.Duration, unkeyed bool) ([]inbox.Task, error) {
+	query := laneLease
+	if unkeyed {
+		query = laneLeaseUnkeyed
+	}
+	rows, err := tx.Query(ctx, query, s.clock(), lane.Source, lane.Destination, owner, micros(d), n)
 	if err != nil {
 		return nil, err
 	}
+	return collectTasks(rows, false)
+}
+
+// collectTasks reads the rows of a lease: an event's columns, then its
+// delivery's (with ordered, its order key, position and skips).
+func collectTasks(rows pgx.Rows, ordered bool) ([]inbox.Task, error) {
 	defer rows.Close()
 	var tasks []inbox.Task
 	for rows.Next() {
@@ -220,7 +251,11 @@ func (s *Store) leaseDeliveries(ctx context.Context, tx pgx.Tx, owner string, la
 			next, at pgtype.Timestamptz
 		)
 		dl := &t.Delivery
-		e, err := scanEvent(rows, &dl.EventID, &dl.Destination, &status, &dl.Attempts, &next, &dl.Code, &dl.Error, &at)
+		dest := []any{&dl.EventID, &dl.Destination, &status, &dl.Attempts, &next, &dl.Code, &dl.Error, &at}
+		if ordered {
+			dest = append(dest, &dl.OrderKey, &dl.Sequence, &dl.Skipped)
+		}
+		e, err := scanEvent(rows, dest...)
 		if err != nil {
 			return nil, err
 		}

@@ -75,9 +75,9 @@ RETURNING e.id, e.source, held.status`
 
 // openDeliveries gives each (event, destination) pair a pending delivery,
 // unless it has one: a delivery already made by an earlier run stays.
-const openDeliveries = `INSERT INTO inbox_deliveries (event_id, destination, source, status)
-	SELECT e.id, d.destination, e.source, 'pending'
-	FROM unnest($1::bigint[], $2::text[]) AS d(id, destination) JOIN inbox_events e ON e.id = d.id
+const openDeliveries = `INSERT INTO inbox_deliveries (event_id, destination, source, status, order_key, ord)
+	SELECT e.id, d.destination, e.source, 'pending', d.key, e.entity_order
+	FROM unnest($1::bigint[], $2::text[], $3::text[]) AS d(id, destination, key) JOIN inbox_events e ON e.id = d.id
 	ORDER BY e.id, d.destination
 	ON CONFLICT (event_id, destination) DO NOTHING`
 
@@ -96,7 +96,7 @@ func (s *Store) Finish(ctx context.Context, owner string, results []inbox.Result
 	n := len(results)
 	ids, statuses, nexts, errs := make([]int64, n), make([]string, n), make([]pgtype.Timestamptz, n), make([]string, n)
 	var pairIDs []int64
-	var pairDests []string
+	var pairDests, pairKeys []string
 	status := make(map[int64]inbox.Status, n)
 	for i, r := range results {
 		st, next := r.Status, time.Time{}
@@ -106,7 +106,7 @@ func (s *Store) Finish(ctx context.Context, owner string, results []inbox.Result
 		case r.Status == inbox.StatusProcessed && len(r.Destinations) > 0:
 			st = inbox.StatusDelivering
 			for _, d := range r.Destinations {
-				pairIDs, pairDests = append(pairIDs, r.ID), append(pairDests, d)
+				pairIDs, pairDests, pairKeys = append(pairIDs, r.ID), append(pairDests, d), append(pairKeys, r.OrderKeys[d])
 			}
 		}
 		ids[i], statuses[i], nexts[i], errs[i] = r.ID, string(st), ts(next), text(r.Error)
@@ -153,14 +153,24 @@ func (s *Store) Finish(ctx context.Context, owner string, results []inbox.Result
 			return nil
 		}
 		var openIDs []int64
-		var openDests []string
+		var openDests, openKeys []string
+		ordered := false
 		for i, id := range pairIDs {
 			if ended[id] {
-				openIDs, openDests = append(openIDs, id), append(openDests, pairDests[i])
+				openIDs, openDests, openKeys = append(openIDs, id), append(openDests, pairDests[i]), append(openKeys, pairKeys[i])
+				ordered = ordered || pairKeys[i] != ""
 			}
 		}
-		if _, err := tx.Exec(ctx, openDeliveries, openIDs, openDests); err != nil {
+		if _, err := tx.Exec(ctx, openDeliveries, openIDs, openDests, openKeys); err != nil {
 			return err
+		}
+		if ordered {
+			if _, err := tx.Exec(ctx, openKeysQuery, openIDs, openDests, openKeys); err != nil {
+				return err
+			}
+			if _, err := tx.Exec(ctx, unblockKeys, openIDs, openDests, openKeys); err != nil {
+				return err
+			}
 		}
 		_, err = s.settle(ctx, tx, delivering)
 		return err

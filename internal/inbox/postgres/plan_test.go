@@ -63,7 +63,7 @@ func TestAcceptPlan(t *testing.T) {
 
 // planFill is a database of some size: 100k events, 1% received and 1%
 // delivering, each with a delivery and an attempt, all but the received
-// applied; 100k keys and digests; 25k entities. ANALYZE tells the planner
+// applied; 100k keys and digests; 25k entities and 25k order keys. ANALYZE tells the planner
 // so. Each table is filled by one INSERT ... SELECT.
 const planFill = `
 INSERT INTO inbox_keys SELECT substring(sha256(int8send(g)) from 1 for 16), now(), now() + interval '1 hour'
@@ -82,6 +82,7 @@ INSERT INTO inbox_deliveries (event_id, destination, source, status)
 INSERT INTO inbox_attempts (event_id, destination, at, duration, code, error, body)
 	SELECT id, 'app', now(), 1, 200, '', '' FROM inbox_events;
 INSERT INTO inbox_entities SELECT 't', 'charge', 'ch_' || g, '', g, 'paid', g, now() FROM generate_series(1, 25000) g;
+INSERT INTO inbox_order_keys (source, destination, key, seq) SELECT 'shop', 'app', 'k' || g, 1 FROM generate_series(1, 25000) g;
 ANALYZE;`
 
 // TestPlans reads the plans of the statements on a database of some size
@@ -143,11 +144,16 @@ func testGenericPlans(t *testing.T, url string) {
 			ARRAY[''], ARRAY[''], ARRAY[1]::bigint[], ARRAY[''], ARRAY[''::bytea], ARRAY['{}'::json]`},
 		{"lease", leaseQuery, now + ", 'w', 1000, 10"},
 		{"finish", finishQuery, now + ", 'w', ARRAY[5]::bigint[], ARRAY['processed'], " + none + ", ARRAY['']"},
-		{"open deliveries", openDeliveries, "ARRAY[5]::bigint[], ARRAY['app']"},
+		{"open deliveries", openDeliveries, "ARRAY[5]::bigint[], ARRAY['app'], ARRAY['']"},
+		{"open keys", openKeysQuery, "ARRAY[5]::bigint[], ARRAY['app'], ARRAY['k']"},
+		{"unblock keys", unblockKeys, "ARRAY[5]::bigint[], ARRAY['app'], ARRAY['k']"},
 		{"settle", settleQuery, now + ", ARRAY[5, 6]::bigint[]"},
 		{"record", recordQuery, now + ", ARRAY[5]::bigint[], ARRAY['app'], " + none + `, ARRAY[1]::bigint[], ARRAY[200],
 			ARRAY[''], ARRAY[''], ARRAY['delivered'], 'w', ` + none},
 		{"lane lease", laneLease, now + ", 'shop', 'app', 'w', 1000, 10"},
+		{"ordered heads", orderedHeads, now + ", 'shop', 'app', 10"},
+		{"lease heads", leaseHeads, now + ", 'shop', 'app', ARRAY[5]::bigint[], ARRAY['k'], 'w', 1000"},
+		{"release keys", releaseKeys, "ARRAY[5]::bigint[], ARRAY['app'], ARRAY['shop'], ARRAY['k'], ARRAY[0], ARRAY[0]::bigint[], 'w'"},
 		{"entities", headsQuery, "ARRAY['t'], ARRAY['charge'], ARRAY['ch_1']"},
 		{"apply records", recordsQuery, "ARRAY[5]::bigint[], ARRAY['none'], ARRAY[''], ARRAY[''], ARRAY[false], ARRAY[false]"},
 		{"replay dead", replay, now + ", 0, 100, 'dead'"},
@@ -156,8 +162,9 @@ func testGenericPlans(t *testing.T, url string) {
 		{"sweep digests", sweepExpiredQuery("inbox_digests", "digest"), now + ", 1000"},
 		{"stats oldest", oldestQuery, ""},
 		{"stats lanes", pendingDeliveriesQuery, ""},
+		{"stats blocked keys", blockedKeysQuery, ""},
 	}
-	scan := regexp.MustCompile(`Seq Scan on inbox_(events|keys|digests|deliveries|attempts|entities)\b`)
+	scan := regexp.MustCompile(`Seq Scan on inbox_(events|keys|digests|deliveries|attempts|entities|order_keys)\b`)
 	for i, st := range statements {
 		if _, err := c.Exec(ctx, fmt.Sprintf("PREPARE plan%d AS %s", i, st.query)); err != nil {
 			t.Fatalf("%s: %v", st.name, err)

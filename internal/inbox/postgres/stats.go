@@ -126,5 +126,24 @@ func (s *Store) lanes(ctx context.Context) ([]inbox.LaneState, error) {
 	if err := rows.Err(); err != nil {
 		return nil, err
 	}
+	rows, err = s.pool.Query(ctx, blockedKeysQuery)
+	if err != nil {
+		return nil, err
+	}
+	for rows.Next() {
+		var (
+			l inbox.Lane
+			n int
+		)
+		if err := rows.Scan(&l.Source, &l.Destination, &n); err != nil {
+			rows.Close()
+			return nil, err
+		}
+		byLane.Get(l).Blocked = n
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
 	return byLane.Sorted(), nil
 }

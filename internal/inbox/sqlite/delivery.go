@@ -6,6 +6,7 @@ import (
 	"database/sql"
 	"errors"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/hookgate/hookgate/internal/inbox"
@@ -26,7 +27,7 @@ func (s *Store) Deliveries(ctx context.Context, ids []int64) (map[int64]map[stri
 }
 
 func (s *Store) readDeliveries(ctx context.Context, ids []int64, out map[int64]map[string]inbox.Delivery) error {
-	rows, err := s.db.QueryContext(ctx, `SELECT event_id, destination, status, attempts, next_attempt_at, code, error, at
+	rows, err := s.db.QueryContext(ctx, `SELECT `+deliveryFields+`
 		FROM deliveries WHERE event_id IN (`+placeholders(len(ids))+`)`, int64Args(ids)...)
 	if err != nil {
 		return err
@@ -45,15 +46,15 @@ func (s *Store) readDeliveries(ctx context.Context, ids []int64, out map[int64]m
 	return rows.Err()
 }
 
-// scanDelivery reads event_id, destination, status, attempts,
-// next_attempt_at, code, error, at.
+// scanDelivery reads deliveryFields.
 func scanDelivery(row interface{ Scan(...any) error }) (inbox.Delivery, error) {
 	var (
 		d        inbox.Delivery
 		status   string
 		next, at int64
 	)
-	err := row.Scan(&d.EventID, &d.Destination, &status, &d.Attempts, &next, &d.Code, &d.Error, &at)
+	err := row.Scan(&d.EventID, &d.Destination, &status, &d.Attempts, &next, &d.Code, &d.Error, &at,
+		&d.OrderKey, &d.Sequence, &d.Skipped)
 	d.Status, d.NextAttemptAt, d.At = inbox.DeliveryStatus(status), fromNanos(next), fromNanos(at)
 	return d, err
 }
@@ -75,7 +76,7 @@ func (s *Store) Dispatch(ctx context.Context, owner string, lane inbox.Lane, don
 		if n <= 0 {
 			return nil
 		}
-		tasks, err := s.leaseDeliveries(ctx, tx, owner, lane, n, now, sqlitedb.After(now, d))
+		tasks, err := s.leaseDeliveries(ctx, tx, owner, lane, n, now, sqlitedb.After(now, d), false)
 		out.Tasks = tasks
 		return err
 	})
@@ -100,7 +101,8 @@ func (s *Store) recordDone(ctx context.Context, tx *sql.Tx, owner string, done [
 	defer logged.Close()
 	update, err := s.db.Stmt(ctx, tx, `UPDATE deliveries SET status = ?, attempts = attempts + 1,
 		next_attempt_at = ?, code = ?, error = ?, at = ?, lease_owner = '', lease_until = 0
-		WHERE event_id = ? AND destination = ? AND lease_owner = ? AND status = 'pending'`)
+		WHERE event_id = ? AND destination = ? AND lease_owner = ? AND status = 'pending'
+		RETURNING source, order_key`)
 	if err != nil {
 		return err
 	}
@@ -120,15 +122,19 @@ func (s *Store) recordDone(ctx context.Context, tx *sql.Tx, owner string, done [
 		if dn.Status == inbox.DeliveryPending {
 			next = nanos(dn.NextAttemptAt)
 		}
-		res, err := update.ExecContext(ctx, string(dn.Status), next, a.Code, a.Error, at, a.EventID, a.Destination, owner)
+		var source, key string
+		err := update.QueryRowContext(ctx, string(dn.Status), next, a.Code, a.Error, at, a.EventID, a.Destination, owner).Scan(&source, &key)
+		if errors.Is(err, sql.ErrNoRows) {
+			out.Lost = append(out.Lost, a.EventID)
+			continue
+		}
 		if err != nil {
 			return err
 		}
-		if n, err := res.RowsAffected(); err != nil {
-			return err
-		} else if n == 0 {
-			out.Lost = append(out.Lost, a.EventID)
-			continue
+		if key != "" {
+			if err := s.releaseKey(ctx, tx, inbox.Lane{Source: source, Destination: a.Destination}, key, owner, dn); err != nil {
+				return err
+			}
 		}
 		if dn.Status == inbox.DeliveryPending {
 			continue
@@ -205,29 +211,32 @@ const laneLease = `UPDATE deliveries SET lease_owner = ?, lease_until = ?
 		WHERE status = 'pending' AND source = ? AND destination = ?
 		  AND next_attempt_at <= ? AND lease_until <= ?
 		ORDER BY next_attempt_at, event_id LIMIT ?)
-	RETURNING event_id, destination, status, attempts, next_attempt_at, code, error, at`
+	RETURNING ` + deliveryFields
+
+// laneLeaseUnkeyed is laneLease for the deliveries of an ordered lane
+// that have no order key: made before the destination was ordered.
+var laneLeaseUnkeyed = strings.Replace(laneLease, "AND lease_until <= ?", "AND lease_until <= ? AND order_key = ''", 1)
+
+// deliveryFields are what scanDelivery reads.
+const deliveryFields = `event_id, destination, status, attempts, next_attempt_at, code, error, at, order_key, seq, skipped`
 
 // laneHeld reads whether an operator holds a lane (HoldLane).
 const laneHeld = `SELECT held FROM lanes WHERE source = ? AND destination = ?`
 
 // leaseDeliveries leases up to n due deliveries of lane until `until` and
 // returns them with their events, in event id order; none while an
-// operator holds the lane, which the transaction reads first.
-func (s *Store) leaseDeliveries(ctx context.Context, tx *sql.Tx, owner string, lane inbox.Lane, n int, now, until int64) ([]inbox.Task, error) {
-	held, err := s.db.Stmt(ctx, tx, laneHeld)
-	if err != nil {
+// operator holds the lane, which the transaction reads first. unkeyed
+// limits it to deliveries without an order key (an ordered lane's
+// deliveries from before it was ordered).
+func (s *Store) leaseDeliveries(ctx context.Context, tx *sql.Tx, owner string, lane inbox.Lane, n int, now, until int64, unkeyed bool) ([]inbox.Task, error) {
+	if held, err := s.laneHeld(ctx, tx, lane); err != nil || held {
 		return nil, err
 	}
-	var isHeld bool
-	err = held.QueryRowContext(ctx, lane.Source, lane.Destination).Scan(&isHeld)
-	held.Close()
-	switch {
-	case err == nil && isHeld:
-		return nil, nil
-	case err != nil && !errors.Is(err, sql.ErrNoRows):
-		return nil, err
+	query := laneLease
+	if unkeyed {
+		query = laneLeaseUnkeyed
 	}
-	lease, err := s.db.Stmt(ctx, tx, laneLease)
+	lease, err := s.db.Stmt(ctx, tx, query)
 	if err != nil {
 		return nil, err
 	}
@@ -245,8 +254,31 @@ func (s *Store) leaseDeliveries(ctx context.Context, tx *sql.Tx, owner string, l
 		tasks = append(tasks, inbox.Task{Delivery: d})
 	}
 	rows.Close()
-	if err := rows.Err(); err != nil || len(tasks) == 0 {
+	if err := rows.Err(); err != nil {
 		return nil, err
+	}
+	return s.withEvents(ctx, tx, tasks)
+}
+
+// laneHeld reports whether an operator holds lane.
+func (s *Store) laneHeld(ctx context.Context, tx *sql.Tx, lane inbox.Lane) (bool, error) {
+	held, err := s.db.Stmt(ctx, tx, laneHeld)
+	if err != nil {
+		return false, err
+	}
+	defer held.Close()
+	var isHeld bool
+	err = held.QueryRowContext(ctx, lane.Source, lane.Destination).Scan(&isHeld)
+	if errors.Is(err, sql.ErrNoRows) {
+		return false, nil
+	}
+	return isHeld, err
+}
+
+// withEvents sorts tasks by event id and reads their events into them.
+func (s *Store) withEvents(ctx context.Context, tx *sql.Tx, tasks []inbox.Task) ([]inbox.Task, error) {
+	if len(tasks) == 0 {
+		return tasks, nil
 	}
 	slices.SortFunc(tasks, func(a, b inbox.Task) int { return cmp.Compare(a.Delivery.EventID, b.Delivery.EventID) })
 	ids := make([]int64, len(tasks))

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"database/sql"
+	"errors"
 	"slices"
 	"time"
 
@@ -86,9 +87,10 @@ func (s *Store) Finish(ctx context.Context, owner string, results []inbox.Result
 		}
 		defer end.Close()
 		open, err := s.db.Stmt(ctx, tx, `INSERT INTO deliveries
-			(event_id, destination, source, status, attempts, code, error, at)
-			SELECT id, ?, source, 'pending', 0, 0, '', 0 FROM events WHERE id = ?
-			ON CONFLICT (event_id, destination) DO NOTHING`)
+			(event_id, destination, source, status, attempts, code, error, at, order_key, ord)
+			SELECT id, ?, source, 'pending', 0, 0, '', 0, ?, entity_order FROM events WHERE id = ?
+			ON CONFLICT (event_id, destination) DO NOTHING
+			RETURNING source`)
 		if err != nil {
 			return err
 		}
@@ -122,7 +124,16 @@ func (s *Store) Finish(ctx context.Context, owner string, results []inbox.Result
 				continue
 			}
 			for _, d := range r.Destinations {
-				if _, err := open.ExecContext(ctx, d, r.ID); err != nil {
+				key := r.OrderKeys[d]
+				var source string
+				err := open.QueryRowContext(ctx, d, key, r.ID).Scan(&source)
+				if errors.Is(err, sql.ErrNoRows) || key == "" {
+					continue
+				}
+				if err != nil {
+					return err
+				}
+				if _, err := tx.ExecContext(ctx, openKey, source, d, key, r.ID); err != nil {
 					return err
 				}
 			}

@@ -145,6 +145,21 @@ func (s *Store) lanes(ctx context.Context) ([]inbox.LaneState, error) {
 	if err != nil {
 		return nil, err
 	}
+	err = s.each(ctx, `SELECT source, destination, count(*) FROM order_keys INDEXED BY order_keys_blocked
+		WHERE blocked > 0 GROUP BY source, destination`, func(rows *sql.Rows) error {
+		var (
+			l inbox.Lane
+			n int
+		)
+		if err := rows.Scan(&l.Source, &l.Destination, &n); err != nil {
+			return err
+		}
+		byLane.Get(l).Blocked = n
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
 	return byLane.Sorted(), nil
 }
 
