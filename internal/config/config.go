@@ -365,6 +365,21 @@ type Destination struct {
 	PauseAfter int `yaml:"pause_after"`
 	// PauseFor is how long a pause lasts; [DefaultPauseFor] when absent.
 	PauseFor Duration `yaml:"pause_for"`
+	// Order is [OrderEntity] to deliver the events of one key one at a
+	// time, in entity version order (inbox id for ties), on every node;
+	// different keys go in parallel up to MaxInFlight, and a failing key
+	// backs off alone. Absent: no order (deliveries go in parallel).
+	Order string `yaml:"order,omitempty"`
+	// OrderKey chooses the key of Order: a selector read from the stored
+	// event (json:PATH of the payload, header:NAME of its kept headers,
+	// const:VALUE). Absent: the entity (tenant, type and id), or the
+	// event's key for an event without one.
+	OrderKey string `yaml:"order_key,omitempty"`
+	// OnExhausted says what an ordered key does when one of its
+	// deliveries fails for good: [OnExhaustedSkip] (also when absent)
+	// lets the key move on, [OnExhaustedBlock] holds it until an operator
+	// replays the event or skips it.
+	OnExhausted string `yaml:"on_exhausted,omitempty"`
 }
 
 // Signature describes a generic HMAC signature header.

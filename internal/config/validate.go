@@ -458,6 +458,7 @@ func (d Destination) check() []*FieldError {
 		add("name", "%q: want lower-case letters, digits, '_' and '-'", d.Name)
 	}
 	d.checkKind(add)
+	errs = append(errs, d.checkOrder()...)
 	if v := d.Secret.Value(); v != "" && !validWebhookSecret(v) {
 		add("secret", "%w: want a Standard Webhooks secret, whsec_ and base64 (the value is not shown)", ErrSecret)
 	}
