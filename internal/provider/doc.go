@@ -3,7 +3,8 @@
 // preset), which headers its signature covers (the replay guard's facts),
 // which credentials a source of it needs and how they are checked, how the
 // sender is answered, what the console says about it, and how `hookgate
-// sign`, `hookgate trigger` and the console send its example events.
+// sign`, `hookgate trigger` and the console send its example events, and,
+// where the provider lists what it sent, its [Reconciler].
 //
 // Configuration, the source presets, intake, the server, the CLI and the
 // console ask this package by a source's provider name ([Lookup]); none of

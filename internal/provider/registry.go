@@ -85,6 +85,10 @@ type Provider struct {
 	// Examples are the provider's example events, its typical one first,
 	// whose templates are internal/trigger's fixtures/{Name}/{File}.
 	Examples []Example
+
+	// Reconcile builds the provider's reconciler, which lists what the
+	// provider says it sent; nil for a provider that lists nothing.
+	Reconcile func(c ReconcileConfig) (Reconciler, error)
 }
 
 // Need is whether a source of a provider needs a signing secret.

@@ -1,0 +1,248 @@
+package provider
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Reconciler lists what a provider says it sent, each event as the
+// delivery the webhook path would have received, so that it is keyed
+// exactly as that delivery was (or would have been): offered to the inbox,
+// a listed event whose webhook came is a duplicate, and one whose webhook
+// never came is new.
+type Reconciler interface {
+	// List lists the events the provider created at or after q.Since,
+	// calling page with each page in the order the provider lists them.
+	// It stops at the first error, page's included, and returns it; a
+	// caller that stored a page may keep its Next to resume from.
+	List(ctx context.Context, q ListQuery, page func(Page) error) error
+}
+
+// ListQuery is what a reconciler lists.
+type ListQuery struct {
+	// Since is the oldest creation time listed: the checkpoint minus an
+	// overlap. One older than the provider keeps events is moved up to
+	// the oldest it keeps.
+	Since time.Time
+	// Types are the event types listed, as patterns in the syntax of
+	// Go's path.Match ("charge.*"); none lists every type.
+	Types []string
+	// After resumes a listing after the page whose Next it is; "" starts
+	// at the beginning.
+	After string
+}
+
+// Page is one page of a listing.
+type Page struct {
+	// Deliveries are the page's events of the listed types.
+	Deliveries []Delivery
+	// Next resumes the listing after this page; "" on the last page.
+	Next string
+}
+
+// Delivery is one listed event as its webhook would have carried it.
+type Delivery struct {
+	// ID is the provider's id of the event.
+	ID string
+	// Type is the provider's name for what happened.
+	Type string
+	// Created is when the provider created the event.
+	Created time.Time
+	// Body is the request body of the webhook.
+	Body []byte
+	// Header holds the webhook's headers that the provider's preset reads;
+	// empty when it reads none.
+	Header http.Header
+}
+
+// ReconcileConfig is what a reconciler needs to reach its provider's API.
+type ReconcileConfig struct {
+	// APIURL is the API's base URL; "" is the provider's own. Tests and
+	// proxies set it.
+	APIURL string
+	// Key is the API credential, read from the source's secret reference.
+	Key string
+	// Client makes the requests; nil is http.DefaultClient.
+	Client *http.Client
+	// Now is the clock; nil is time.Now.
+	Now func() time.Time
+	// Sleep waits d or until ctx ends (then returning its error), between
+	// the tries of a request; nil waits on a timer.
+	Sleep func(ctx context.Context, d time.Duration) error
+	// MaxAttempts is how many times one request is tried before the
+	// listing fails; 0 is [DefaultMaxAttempts].
+	MaxAttempts int
+}
+
+// Defaults of a reconciler's requests.
+const (
+	// DefaultMaxAttempts is how many times a reconciler tries one request
+	// that is answered 429 or 5xx, or not answered.
+	DefaultMaxAttempts = 8
+	// RetryInitial is the wait before the second try of a request that
+	// failed without a Retry-After; each later wait doubles it, up to
+	// RetryMax.
+	RetryInitial = time.Second
+	// RetryMax caps the wait between two tries, a Retry-After's
+	// included.
+	RetryMax = 5 * time.Minute
+	// maxAPIResponse bounds the body of one API answer.
+	maxAPIResponse = 64 << 20
+)
+
+// Errors a reconciler's listing wraps.
+var (
+	// ErrRefused reports an answer that trying again will not change:
+	// a credential refused or without the permission, a bad request.
+	ErrRefused = errors.New("refused by the provider's API")
+	// ErrUnavailable reports an API that kept answering 429 or 5xx, or
+	// did not answer, for every try.
+	ErrUnavailable = errors.New("provider's API unavailable")
+)
+
+// apiClient makes a reconciler's requests: with its credential, tried
+// again after 429 (waiting what Retry-After says), 5xx and transport
+// errors, with a doubling wait.
+type apiClient struct {
+	base        string
+	auth        string
+	client      *http.Client
+	now         func() time.Time
+	sleep       func(ctx context.Context, d time.Duration) error
+	maxAttempts int
+	// describe turns a refused answer's body into its message.
+	describe func(status int, body []byte) string
+}
+
+func newAPIClient(c ReconcileConfig, defaultURL, auth string) *apiClient {
+	a := &apiClient{
+		base:        strings.TrimRight(c.APIURL, "/"),
+		auth:        auth,
+		client:      c.Client,
+		now:         c.Now,
+		sleep:       c.Sleep,
+		maxAttempts: c.MaxAttempts,
+	}
+	if a.base == "" {
+		a.base = defaultURL
+	}
+	if a.client == nil {
+		a.client = http.DefaultClient
+	}
+	if a.now == nil {
+		a.now = time.Now
+	}
+	if a.sleep == nil {
+		a.sleep = sleepTimer
+	}
+	if a.maxAttempts <= 0 {
+		a.maxAttempts = DefaultMaxAttempts
+	}
+	return a
+}
+
+func sleepTimer(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// get returns the body of a 2xx answer to GET base+pathQuery.
+func (a *apiClient) get(ctx context.Context, pathQuery string) ([]byte, error) {
+	backoff := RetryInitial
+	var last error
+	for attempt := 1; ; attempt++ {
+		wait, body, err := a.try(ctx, pathQuery)
+		if err == nil || errors.Is(err, ErrRefused) || ctx.Err() != nil {
+			return body, err
+		}
+		last = err
+		if attempt >= a.maxAttempts {
+			return nil, fmt.Errorf("%w: %d tries: %v", ErrUnavailable, attempt, last)
+		}
+		if wait <= 0 {
+			wait = backoff
+			backoff = min(2*backoff, RetryMax)
+		}
+		if err := a.sleep(ctx, min(wait, RetryMax)); err != nil {
+			return nil, err
+		}
+	}
+}
+
+// try makes one request: the body of a 2xx answer, an error wrapping
+// ErrRefused for one not worth repeating, or another error with the wait
+// the API asked for (0 when it did not say).
+func (a *apiClient) try(ctx context.Context, pathQuery string) (time.Duration, []byte, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, a.base+pathQuery, nil)
+	if err != nil {
+		return 0, nil, fmt.Errorf("%w: %v", ErrRefused, err)
+	}
+	req.Header.Set("Authorization", a.auth)
+	req.Header.Set("Accept", "application/json")
+	req.Header.Set("User-Agent", "hookgate-reconcile")
+	resp, err := a.client.Do(req)
+	if err != nil {
+		return 0, nil, err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, maxAPIResponse+1))
+	switch {
+	case err != nil:
+		return 0, nil, err
+	case len(body) > maxAPIResponse:
+		return 0, nil, fmt.Errorf("%w: an answer of more than %d bytes", ErrRefused, maxAPIResponse)
+	case resp.StatusCode/100 == 2:
+		return 0, body, nil
+	case resp.StatusCode == http.StatusTooManyRequests:
+		return retryAfter(resp.Header.Get("Retry-After"), a.now()), nil, fmt.Errorf("%s: rate limited", resp.Status)
+	case resp.StatusCode/100 == 5:
+		return retryAfter(resp.Header.Get("Retry-After"), a.now()), nil, fmt.Errorf("%s", resp.Status)
+	}
+	return 0, nil, fmt.Errorf("%w: %s: %s", ErrRefused, resp.Status, a.describe(resp.StatusCode, body))
+}
+
+// retryAfter reads a Retry-After header, seconds or an HTTP date; 0 when
+// absent or unreadable.
+func retryAfter(v string, now time.Time) time.Duration {
+	if v == "" {
+		return 0
+	}
+	if s, err := strconv.Atoi(strings.TrimSpace(v)); err == nil && s >= 0 {
+		return time.Duration(s) * time.Second
+	}
+	if t, err := http.ParseTime(v); err == nil {
+		return max(t.Sub(now), 0)
+	}
+	return 0
+}
+
+// jsonMessage is the message of a JSON error body {"error": {"message"}},
+// or the body's start when it is not one.
+func jsonMessage(body []byte) string {
+	var e struct {
+		Error struct {
+			Message string `json:"message"`
+		} `json:"error"`
+	}
+	if json.Unmarshal(body, &e) == nil && e.Error.Message != "" {
+		return e.Error.Message
+	}
+	s := strings.Join(strings.Fields(string(body)), " ")
+	if r := []rune(s); len(r) > 200 {
+		s = string(r[:200]) + "…"
+	}
+	return s
+}
