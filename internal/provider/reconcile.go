@@ -19,9 +19,11 @@ import (
 // never came is new.
 type Reconciler interface {
 	// List lists the events the provider created at or after q.Since,
-	// calling page with each page in the order the provider lists them.
-	// It stops at the first error, page's included, and returns it; a
-	// caller that stored a page may keep its Next to resume from.
+	// calling page with each page in the order the provider lists them
+	// (Stripe's: newest first, so a run's new checkpoint is the time it
+	// started, kept once its last page is stored). It stops at the first
+	// error, page's included, and returns it; a caller that stored a page
+	// may keep its Next to resume an interrupted run from.
 	List(ctx context.Context, q ListQuery, page func(Page) error) error
 }
 
