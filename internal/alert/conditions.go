@@ -31,10 +31,10 @@ func (e *Engine) conditions(ctx context.Context, stats inbox.Stats, now time.Tim
 	var out []condition
 	a := e.opts.Alerts
 	for _, l := range stats.Lanes {
-		if l.Source == Source || (l.State != inbox.LanePaused && l.Failures < a.FailedAttempts) || e.deliveredSince(ctx, l) {
+		k := key{config.KindDestinationFailing, l.Source, l.Destination}
+		if _, isOpen := open[k]; l.Source == Source || !e.failing(ctx, l, isOpen) {
 			continue
 		}
-		k := key{config.KindDestinationFailing, l.Source, l.Destination}
 		stored := open[k].Counts
 		c := map[string]int64{"failed_attempts": max(int64(l.Failures), stored["failed_attempts"]), "pending": int64(l.Pending),
 			countPendingPeak: max(int64(l.Pending), stored[countPendingPeak])}
@@ -72,24 +72,38 @@ func (e *Engine) conditions(ctx context.Context, stats inbox.Stats, now time.Tim
 	return out
 }
 
-// deliveredSince reports whether the latest attempt to l's destination
-// (by when it started, among the newest recorded) succeeded. Each node
-// records the state of a lane as its own deliveries left it: a node whose
-// circuit opened keeps that state stored until it tries the lane again,
-// and one whose attempts were in flight when the destination came back
-// records their failures after another node's first success; the attempt
-// that started last says how the destination answers now.
-func (e *Engine) deliveredSince(ctx context.Context, l inbox.LaneState) bool {
+// failing reports whether l's destination fails now; isOpen says its
+// incident is open. The lane's stored state is the view of the node that
+// wrote it last: a node whose circuit opened keeps that state stored until
+// it tries the lane again, another node's first failure can overwrite an
+// open circuit, and a node whose attempts were in flight when the
+// destination came back records their failures after another node's first
+// success. So the attempts, from whichever node, decide: the destination is
+// back when the attempt that started last succeeded, and still failing
+// while the newest failed_attempts of them failed.
+func (e *Engine) failing(ctx context.Context, l inbox.LaneState, isOpen bool) bool {
+	threshold := e.opts.Alerts.FailedAttempts
+	stored := l.State == inbox.LanePaused || l.Failures >= threshold
+	if !stored && !isOpen {
+		return false
+	}
 	log, ok := e.opts.Store.(inbox.AttemptLog)
 	if !ok {
-		return false
+		return stored
 	}
 	recent, err := log.RecentAttempts(ctx, l.Destination, recentAttempts)
 	if err != nil || len(recent) == 0 {
-		return false
+		return stored
 	}
-	a := slices.MaxFunc(recent, func(x, y inbox.Attempt) int { return x.At.Compare(y.At) })
-	return a.Error == "" && a.Code >= 200 && a.Code < 300
+	slices.SortStableFunc(recent, func(x, y inbox.Attempt) int { return y.At.Compare(x.At) })
+	failed := 0
+	for _, a := range recent {
+		if a.Error == "" && a.Code >= 200 && a.Code < 300 {
+			break
+		}
+		failed++
+	}
+	return failed > 0 && (stored || failed >= threshold)
 }
 
 // recentAttempts is how many of a destination's newest recorded attempts

@@ -12,6 +12,7 @@ import (
 	"github.com/hookgate/hookgate/internal/alert"
 	"github.com/hookgate/hookgate/internal/config"
 	"github.com/hookgate/hookgate/internal/inbox"
+	"github.com/hookgate/hookgate/internal/inbox/inboxfill"
 	"github.com/hookgate/hookgate/internal/inbox/sqlite"
 	"github.com/hookgate/hookgate/internal/notify"
 )
@@ -268,4 +269,34 @@ func TestEventsDeadGrouped(t *testing.T) {
 	if got := b.slack.got[1].Counts["dead"]; got != 3 {
 		t.Errorf("resolved with %d dead, want the 3 since it opened", got)
 	}
+}
+
+// The lane's stored state is the view of the node that wrote it last: a
+// node's first failure can overwrite another's open circuit while the
+// destination is still down. The incident stays open as long as the
+// newest attempts, from whichever node, failed, and ends with the first
+// success.
+func TestFailingSurvivesAnotherNodesView(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	accept(t, b.store, "evt_1")
+	inboxfill.Route(t, b.store, 1, "crm")
+	lane := inbox.Lane{Source: "app", Destination: "crm"}
+	for range 5 {
+		b.clock.Advance(time.Second)
+		inboxfill.Attempt(t, b.store, lane, inbox.Attempt{EventID: 1, At: b.clock.Now(), Code: 503, Error: "HTTP 503"},
+			inbox.DeliveryPending, b.clock.Now())
+	}
+	b.lane(t, inbox.LanePaused, 5)
+	b.check(t)
+	equal(t, b.slack.changes(), "destination.failing opened")
+	b.lane(t, inbox.LaneFailing, 1)
+	b.check(t)
+	b.check(t)
+	equal(t, b.slack.changes(), "destination.failing opened")
+	b.clock.Advance(time.Second)
+	inboxfill.Attempt(t, b.store, lane, inbox.Attempt{EventID: 1, At: b.clock.Now(), Code: 200},
+		inbox.DeliveryDelivered, time.Time{})
+	b.check(t)
+	equal(t, b.slack.changes(), "destination.failing opened", "destination.recovered resolved")
 }
