@@ -265,6 +265,9 @@ type Source struct {
 	ExpectEvery Duration `yaml:"expect_every,omitempty"`
 	// Destinations are where the source's events are delivered.
 	Destinations []Destination `yaml:"destinations,omitempty"`
+	// Reconcile, when set, lists what the provider says it sent and
+	// recovers the events whose webhook never came; nil: off.
+	Reconcile *Reconcile `yaml:"reconcile,omitempty"`
 }
 
 // Credentials are what the source's verifier needs besides its secrets.
@@ -472,6 +475,9 @@ func parse(data []byte, dir string, lookupEnv func(string) (string, bool)) (Conf
 		for j := range s.Destinations {
 			s.Destinations[j].fillDefaults(fmt.Sprintf("sources[%d].destinations[%d]", i, j), lines)
 		}
+		if s.Reconcile != nil {
+			s.Reconcile.fillDefaults(fmt.Sprintf("sources[%d].reconcile", i), lines)
+		}
 	}
 
 	var errs []*FieldError
@@ -501,6 +507,9 @@ func parse(data []byte, dir string, lookupEnv func(string) (string, bool)) (Conf
 			}
 		})
 		resolve(fmt.Sprintf("sources[%d].token", i), &s.Token)
+		if s.Reconcile != nil {
+			s.Reconcile.resolveSecrets(fmt.Sprintf("sources[%d].reconcile", i), resolve)
+		}
 		for j := range s.Destinations {
 			d := &s.Destinations[j]
 			path := fmt.Sprintf("sources[%d].destinations[%d]", i, j)

@@ -412,6 +412,7 @@ func (s Source) check() []*FieldError {
 	if s.ExpectEvery < 0 {
 		add("expect_every", "%s: want how long the source may stay quiet, such as 1h", s.ExpectEvery)
 	}
+	errs = append(errs, s.checkReconcile()...)
 	return append(errs, checkNamed("destinations", s.Destinations, Destination.name, Destination.check)...)
 }
 

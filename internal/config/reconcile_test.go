@@ -1,0 +1,124 @@
+package config
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+// reconcileEnv is the environment the reconcile tests read credentials
+// from.
+func reconcileEnv(name string) (string, bool) {
+	v, ok := map[string]string{
+		"STRIPE_WEBHOOK_SECRET":  "whsec_stripe_value",
+		"STRIPE_RESTRICTED_KEY":  "rk_test_value",
+		"GITHUB_SECRET":          "github_value",
+		"GITHUB_RECONCILE_TOKEN": "ghp_value",
+	}[name]
+	return v, ok
+}
+
+func stripeSource(reconcile string) string {
+	return "sources:\n  - name: pay\n    provider: stripe\n    secret: env:STRIPE_WEBHOOK_SECRET\n    reconcile:\n" + reconcile
+}
+
+func TestReconcileDefaults(t *testing.T) {
+	t.Parallel()
+	cfg, err := parse([]byte(stripeSource("      api_key: env:STRIPE_RESTRICTED_KEY\n")), "", reconcileEnv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := cfg.Sources[0].Reconcile
+	if r.Every != 0 || r.Overlap != DefaultReconcileOverlap || r.Lookback != DefaultReconcileLookback ||
+		r.Rate != DefaultReconcileRate || r.APIURL != "" {
+		t.Errorf("defaults: %+v", *r)
+	}
+	if r.Credential() != "rk_test_value" || r.APIKey.String() != "****" {
+		t.Errorf("credential %q, printed %q", r.Credential(), r.APIKey.String())
+	}
+	if r.Rate.Interval() != 100*time.Millisecond {
+		t.Errorf("interval %v", r.Rate.Interval())
+	}
+}
+
+func TestReconcileAsWritten(t *testing.T) {
+	t.Parallel()
+	cfg, err := parse([]byte(stripeSource(`      every: 1h
+      overlap: 0s
+      lookback: 7d
+      rate: 600/m
+      api_key: file:/dev/null/unused
+      api_url: http://127.0.0.1:9/
+`)), "", reconcileEnv)
+	// A file that cannot be read is the only error: the rest is taken as
+	// written.
+	if err == nil || !strings.Contains(err.Error(), "sources[0].reconcile.api_key") {
+		t.Fatalf("err = %v", err)
+	}
+	cfg, err = parse([]byte(stripeSource(`      every: 1h
+      overlap: 0s
+      lookback: 7d
+      rate: 600/m
+      api_key: env:STRIPE_RESTRICTED_KEY
+      api_url: http://127.0.0.1:9/
+`)), "", reconcileEnv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := cfg.Sources[0].Reconcile
+	want := Reconcile{Every: Duration(time.Hour), Lookback: Duration(7 * day), Rate: Rate{N: 600, Per: time.Minute},
+		APIURL: "http://127.0.0.1:9/"}
+	if r.Every != want.Every || r.Overlap != 0 || r.Lookback != want.Lookback || r.Rate != want.Rate || r.APIURL != want.APIURL {
+		t.Errorf("got %+v", *r)
+	}
+}
+
+func TestReconcileInvalid(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct{ name, yaml, want string }{
+		{"literal key", stripeSource("      api_key: rk_live_pasted\n"),
+			"sources[0].reconcile.api_key: want env:NAME or file:PATH (the value is not shown)"},
+		{"no key", stripeSource("      every: 1h\n"),
+			"sources[0].reconcile.api_key: required for provider stripe (env:NAME or file:PATH)"},
+		{"token for stripe", stripeSource("      api_key: env:STRIPE_RESTRICTED_KEY\n      token: env:STRIPE_RESTRICTED_KEY\n"),
+			"sources[0].reconcile.token: not used by provider stripe: set api_key"},
+		{"key list", stripeSource("      api_key: [env:STRIPE_RESTRICTED_KEY, env:STRIPE_RESTRICTED_KEY]\n"),
+			"sources[0].reconcile.api_key: secret: takes one secret, not a list"},
+		{"negative every", stripeSource("      api_key: env:STRIPE_RESTRICTED_KEY\n      every: -1h\n"),
+			`sources[0].reconcile.every: -1h: want how often to run`},
+		{"negative overlap", stripeSource("      api_key: env:STRIPE_RESTRICTED_KEY\n      overlap: -1m\n"),
+			`sources[0].reconcile.overlap: -1m: must not be negative`},
+		{"zero lookback", stripeSource("      api_key: env:STRIPE_RESTRICTED_KEY\n      lookback: 0s\n"),
+			`sources[0].reconcile.lookback: 0s: want how far back`},
+		{"bad rate", stripeSource("      api_key: env:STRIPE_RESTRICTED_KEY\n      rate: 10 per second\n"),
+			`sources[0].reconcile.rate: "10 per second": want a rate like 10/s, 600/m or 1000/h`},
+		{"zero rate", stripeSource("      api_key: env:STRIPE_RESTRICTED_KEY\n      rate: 0/s\n"),
+			`sources[0].reconcile.rate: "0/s": want a rate like 10/s`},
+		{"bad url", stripeSource("      api_key: env:STRIPE_RESTRICTED_KEY\n      api_url: api.stripe.com\n"),
+			`sources[0].reconcile.api_url: "api.stripe.com": want an absolute http or https URL`},
+		{"unknown key", stripeSource("      api_key: env:STRIPE_RESTRICTED_KEY\n      interval: 1h\n"),
+			`sources[0].reconcile.interval`},
+		{"no reconciler", "sources:\n  - name: gh\n    provider: github\n    secret: env:GITHUB_SECRET\n    reconcile:\n      token: env:GITHUB_RECONCILE_TOKEN\n",
+			"sources[0].reconcile: provider github lists nothing hookgate can reconcile from (reconcile is for stripe)"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := parse([]byte(c.yaml), "", reconcileEnv)
+			if err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Errorf("err = %v\nwant it to contain %q", err, c.want)
+			}
+			if err != nil && strings.Contains(err.Error(), "rk_live_pasted") {
+				t.Errorf("the error repeats the pasted key: %v", err)
+			}
+		})
+	}
+}
+
+func TestRateRoundTrip(t *testing.T) {
+	t.Parallel()
+	for _, s := range []string{"10/s", "600/m", "1000/h"} {
+		r, err := ParseRate(s)
+		if err != nil || r.String() != s {
+			t.Errorf("%s: %v, %v", s, r, err)
+		}
+	}
+}
