@@ -57,10 +57,16 @@ const openKeysQuery = `INSERT INTO inbox_order_keys (source, destination, key)
 	ON CONFLICT (source, destination, key) DO NOTHING`
 
 // unblockKeys lifts the blocks that the new deliveries' own events set:
-// such an event was replayed, and its delivery is pending again.
-const unblockKeys = `UPDATE inbox_order_keys k SET blocked = 0
+// such an event was replayed, and its delivery is pending again as its
+// key's head. It takes up the key's last position, which it had when it
+// blocked the key, so that no gap shows where nothing was skipped.
+const unblockKeys = `WITH u AS (
+	UPDATE inbox_order_keys k SET blocked = 0
 	FROM unnest($1::bigint[], $2::text[], $3::text[]) AS d(id, destination, key) JOIN inbox_events e ON e.id = d.id
-	WHERE k.source = e.source AND k.destination = d.destination AND k.key = d.key AND k.blocked = d.id`
+	WHERE k.source = e.source AND k.destination = d.destination AND k.key = d.key AND k.blocked = d.id
+	RETURNING d.id, d.destination, k.seq
+)
+UPDATE inbox_deliveries x SET seq = u.seq FROM u WHERE x.event_id = u.id AND x.destination = u.destination`
 
 // orderedHeads picks and locks the due heads of a lane's keys: per key
 // the pending delivery of the lowest version order, then event id; due

@@ -133,7 +133,7 @@ func (s *Store) Finish(ctx context.Context, owner string, results []inbox.Result
 				if err != nil {
 					return err
 				}
-				if _, err := tx.ExecContext(ctx, openKey, source, d, key, r.ID); err != nil {
+				if err := openOrdered(ctx, tx, inbox.Lane{Source: source, Destination: d}, key, r.ID); err != nil {
 					return err
 				}
 			}

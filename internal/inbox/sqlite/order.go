@@ -3,6 +3,7 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"time"
 
 	"github.com/hookgate/hookgate/internal/inbox"
@@ -45,11 +46,35 @@ CREATE TABLE order_keys (
 CREATE INDEX order_keys_blocked ON order_keys(source, destination) WHERE blocked > 0;
 `
 
-// openKey gives an ordered delivery's key its row, and lifts a block
-// that the delivery's own event set: the event was replayed, and its
-// delivery is pending again as the key's head.
+// openKey gives an ordered delivery's key its row.
 const openKey = `INSERT INTO order_keys (source, destination, key) VALUES (?, ?, ?)
-	ON CONFLICT (source, destination, key) DO UPDATE SET blocked = 0 WHERE blocked = ?`
+	ON CONFLICT (source, destination, key) DO NOTHING`
+
+// unblockKey lifts a block that the delivery's own event set: the event
+// was replayed, and its delivery is pending again as the key's head. It
+// returns the key's last position, which the blocked delivery had and
+// takes again, so that no gap shows where nothing was skipped.
+const unblockKey = `UPDATE order_keys SET blocked = 0
+	WHERE source = ? AND destination = ? AND key = ? AND blocked = ?
+	RETURNING seq`
+
+// openOrdered gives the new ordered delivery of event id to lane its
+// key's row, and takes up its position when its event blocked the key.
+func openOrdered(ctx context.Context, tx *sql.Tx, lane inbox.Lane, key string, id int64) error {
+	if _, err := tx.ExecContext(ctx, openKey, lane.Source, lane.Destination, key); err != nil {
+		return err
+	}
+	var seq int64
+	err := tx.QueryRowContext(ctx, unblockKey, lane.Source, lane.Destination, key, id).Scan(&seq)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	_, err = tx.ExecContext(ctx, `UPDATE deliveries SET seq = ? WHERE event_id = ? AND destination = ?`, seq, id, lane.Destination)
+	return err
+}
 
 // orderedHeads picks the due heads of a lane's keys: per key the pending
 // delivery of the lowest version order, then event id; due when its time
