@@ -129,6 +129,19 @@ func (c *Client) Deliver(ctx context.Context, d Destination, m Message) Outcome 
 	return out
 }
 
+// Headers of a delivery to a destination with order: entity, which the
+// worker puts in Message.Headers so that every kind sends them.
+const (
+	// HeaderSequence is the delivery's position among its key's
+	// deliveries to the destination: 1, 2, 3... in the order they are
+	// made, the same on each retry. A gap is a delivery that was skipped.
+	HeaderSequence = "webhook-sequence"
+	// HeaderSkipped counts the key's deliveries that failed for good and
+	// were skipped just before this one (on_exhausted: skip); absent when
+	// none was.
+	HeaderSkipped = "webhook-skipped"
+)
+
 // reserved are the headers a destination's static headers cannot set:
 // hookgate's own, which the application relies on.
 var reserved = map[string]bool{
@@ -136,6 +149,8 @@ var reserved = map[string]bool{
 	http.CanonicalHeaderKey(verify.HeaderWebhookID):        true,
 	http.CanonicalHeaderKey(verify.HeaderWebhookSignature): true,
 	http.CanonicalHeaderKey(verify.HeaderWebhookTimestamp): true,
+	http.CanonicalHeaderKey(HeaderSequence):                true,
+	http.CanonicalHeaderKey(HeaderSkipped):                 true,
 }
 
 func (c *Client) deliver(ctx context.Context, d Destination, m Message) Outcome {

@@ -790,3 +790,25 @@ func TestZeroTimeoutIsTheDefault(t *testing.T) {
 		t.Fatalf("deadline %v after the start, want deliver.DefaultTimeout (%v) after the attempt began", d.Sub(start), deliver.DefaultTimeout)
 	}
 }
+
+// The order headers come from the message only: a destination's static
+// headers cannot forge a key's position or hide a skip.
+func TestDeliverOrderHeaders(t *testing.T) {
+	t.Parallel()
+	url, got := destination(t, status(http.StatusNoContent))
+	d := deliver.Destination{Name: "app", URL: url, Headers: map[string]string{
+		"Webhook-Sequence": "99", "webhook-skipped": "0",
+	}}
+	m := msg
+	m.Headers = map[string]string{deliver.HeaderSequence: "7"}
+	if out := newClient(t).Deliver(context.Background(), d, m); !out.Delivered {
+		t.Fatalf("outcome = %+v, want delivered", out)
+	}
+	r := <-got
+	if v := r.header.Values(deliver.HeaderSequence); len(v) != 1 || v[0] != "7" {
+		t.Errorf("%s = %q, want the message's 7", deliver.HeaderSequence, v)
+	}
+	if v := r.header.Values(deliver.HeaderSkipped); len(v) != 0 {
+		t.Errorf("%s = %q, want none (the message has none)", deliver.HeaderSkipped, v)
+	}
+}

@@ -326,6 +326,9 @@ func (s *Server) workerSources(cfg config.Config, opts Options) (map[string]work
 				MaxInFlight:   dc.MaxInFlight,
 				PauseAfter:    dc.PauseAfter,
 				PauseFor:      time.Duration(dc.PauseFor),
+				Order:         dc.Order,
+				OrderKey:      dc.OrderKey,
+				OnExhausted:   dc.OnExhausted,
 			}
 			if opts.BackoffBase > 0 {
 				d.RetryInitial = opts.BackoffBase

@@ -207,12 +207,21 @@ func (p *Pool) outcome(j *job) (inbox.Result, string) {
 			Error: strings.Join(j.retry, "; ")}, ""
 	}
 	var dests []string
+	var keys map[string]string
 	for _, d := range j.src.Destinations {
-		if d.wants(j.ev.Type, j.applied) {
-			dests = append(dests, d.Name)
+		if !d.wants(j.ev.Type, j.applied) {
+			continue
+		}
+		dests = append(dests, d.Name)
+		if d.ordered() {
+			if keys == nil {
+				keys = map[string]string{}
+			}
+			sel, _ := d.orderSelector()
+			keys[d.Name] = orderKey(&j.ev, sel)
 		}
 	}
-	return inbox.Result{ID: id, Status: inbox.StatusProcessed, Destinations: dests}, ""
+	return inbox.Result{ID: id, Status: inbox.StatusProcessed, Destinations: dests, OrderKeys: keys}, ""
 }
 
 // backoff is the delay after the attempt-th failed attempt.

@@ -2,6 +2,7 @@ package worker
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -23,6 +24,9 @@ type lane struct {
 	// posting to dest.
 	send  deliver.Sender
 	limit int
+	// ordered, for a destination with order: entity, is the store's
+	// ordered dispatch; nil for any other.
+	ordered inbox.OrderedDispatcher
 	// wake tells the dispatcher that deliveries may be due (an event of
 	// this lane was finished by a worker of this node).
 	wake chan struct{}
@@ -50,8 +54,12 @@ type result struct {
 	failure bool
 }
 
+// ErrNoOrder is returned by New for a destination with order: entity on
+// a store that cannot keep per-key order.
+var ErrNoOrder = errors.New("worker: the store cannot keep per-key order")
+
 // newLane returns the lane of src's destination d.
-func newLane(p *Pool, src string, d Destination) *lane {
+func newLane(p *Pool, src string, d Destination) (*lane, error) {
 	n := d.MaxInFlight
 	if n <= 0 {
 		n = DefaultMaxInFlight
@@ -60,11 +68,22 @@ func newLane(p *Pool, src string, d Destination) *lane {
 	if send == nil {
 		send = p.opts.Client.Sender(d.Destination)
 	}
-	return &lane{
+	l := &lane{
 		p: p, key: inbox.Lane{Source: src, Destination: d.Name}, dest: d, send: send, limit: n,
 		wake:    make(chan struct{}, 1),
 		circuit: circuit{state: inbox.LaneHealthy},
 	}
+	if d.ordered() {
+		od, ok := p.opts.Store.(inbox.OrderedDispatcher)
+		if !ok {
+			return nil, fmt.Errorf("source %s destination %s: %w", src, d.Name, ErrNoOrder)
+		}
+		if _, err := d.orderSelector(); err != nil {
+			return nil, fmt.Errorf("source %s destination %s: order key: %w", src, d.Name, err)
+		}
+		l.ordered = od
+	}
+	return l, nil
 }
 
 // notify wakes the lane's dispatcher; it never blocks.
@@ -233,7 +252,11 @@ func (l *lane) dispatch(ctx context.Context, owner string, ended []result, n int
 	for i, r := range ended {
 		done[i] = r.done
 	}
-	out, err := l.p.opts.Store.Dispatch(ctx, owner, l.key, done, n, l.p.opts.Lease)
+	dispatch := l.p.opts.Store.Dispatch
+	if l.ordered != nil {
+		dispatch = l.ordered.DispatchOrdered
+	}
+	out, err := dispatch(ctx, owner, l.key, done, n, l.p.opts.Lease)
 	if err != nil {
 		return nil, fmt.Errorf("dispatch %s/%s: %w", l.key.Source, l.key.Destination, err)
 	}
@@ -274,7 +297,9 @@ func (l *lane) attempt(ctx context.Context, t inbox.Task) (r result) {
 	if t.Event.Applied != nil {
 		applied = *t.Event.Applied
 	}
-	out := l.send.Send(ctx, message(&t.Event, applied))
+	m := message(&t.Event, applied)
+	withOrder(&m, t.Delivery)
+	out := l.send.Send(ctx, m)
 	if out.Duration == 0 {
 		out.Duration = l.p.opts.Now().Sub(at)
 	}
@@ -302,6 +327,9 @@ func (l *lane) failed(r result, n int, msg string, retryable bool, retryAfter ti
 		r.done.Status = inbox.DeliveryPending
 		r.done.NextAttemptAt = l.p.opts.Now().Add(l.p.retryDelay(l.dest, n, retryAfter))
 	}
+	// A key of a blocking destination waits for an operator behind the
+	// delivery that failed for good.
+	r.done.Block = r.done.Status == inbox.DeliveryFailed && l.ordered != nil && l.dest.OnExhausted == OnExhaustedBlock
 	r.done.Attempt.Error = msg
 	return r
 }

@@ -87,6 +87,19 @@ type Destination struct {
 	// then one probes it. Zero never pauses it.
 	PauseAfter int
 	PauseFor   time.Duration
+	// Order is OrderEntity to deliver the events of one key one at a
+	// time, in entity version order (inbox id for ties), on every node
+	// that shares the store; "" delivers them in parallel. The store must
+	// be an inbox.OrderedDispatcher.
+	Order string
+	// OrderKey, a selector (json:PATH, header:NAME, const:VALUE), chooses
+	// the key of Order within the event's tenant; "" (or a selector that
+	// finds nothing) keys by the entity, or by the event for one without.
+	OrderKey string
+	// OnExhausted is OnExhaustedSkip (also when empty) or
+	// OnExhaustedBlock: what an ordered key does when one of its
+	// deliveries fails for good.
+	OnExhausted string
 }
 
 // wants reports whether d is for an event of type typ applied as a.
@@ -231,7 +244,10 @@ func New(opts Options) (*Pool, error) {
 	names := slices.Sorted(maps.Keys(opts.Sources))
 	for _, name := range names {
 		for _, d := range opts.Sources[name].Destinations {
-			l := newLane(p, name, d)
+			l, err := newLane(p, name, d)
+			if err != nil {
+				return nil, err
+			}
 			p.lanes[l.key] = l
 			p.order = append(p.order, l)
 		}

@@ -1,0 +1,40 @@
+package worker
+
+import (
+	"testing"
+
+	"github.com/hookgate/hookgate/dedupe"
+	"github.com/hookgate/hookgate/internal/config"
+	"github.com/hookgate/hookgate/internal/inbox"
+)
+
+func TestOrderKey(t *testing.T) {
+	t.Parallel()
+	ev := &inbox.Event{Tenant: "acme", EntityType: "order", EntityID: "17", Hash: dedupe.Hash{1},
+		Payload: []byte(`{"customer":{"id":42,"a.b":"dotted"},"none":null}`), Headers: map[string]string{"X-Shop": "s1"}}
+	bare := &inbox.Event{Tenant: "acme", Hash: dedupe.Hash{2}, Payload: []byte(`{}`)}
+	for _, tc := range []struct {
+		sel  string
+		ev   *inbox.Event
+		want string
+	}{
+		{"", ev, "acme/order/17"},
+		{"json:customer.id", ev, "acme/42"},
+		{"json:customer.a.b", ev, "acme/order/17"},
+		{"header:x-shop", ev, "acme/s1"},
+		{"const:all", ev, "acme/all"},
+		{"json:none", ev, "acme/order/17"},
+		{"json:missing", bare, bare.Hash.String()},
+	} {
+		var sel config.Selector
+		if tc.sel != "" {
+			var err error
+			if sel, err = config.ParseSelector(tc.sel); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if got := orderKey(tc.ev, sel); got != tc.want {
+			t.Errorf("orderKey(%q) = %q, want %q", tc.sel, got, tc.want)
+		}
+	}
+}
