@@ -100,6 +100,10 @@ type Event struct {
 	Headers       map[string]string
 	ReceivedAt    time.Time
 	Status        Status
+	// Via is how the event came: "" through intake (a webhook, or the
+	// spool's drain), ViaReconcile when a reconciliation recovered it
+	// (see Reconciliations.AcceptRecovered; Accept does not read it).
+	Via string
 
 	// Processing record.
 	Attempts      int

@@ -257,7 +257,7 @@ func fromTS(t pgtype.Timestamptz) time.Time {
 var columnNames = []string{"id", "hash", "scope", "source", "provider", "tenant", "event_id", "event_type",
 	"entity_type", "entity_id", "entity_version", "entity_order", "entity_state", "payload", "headers",
 	"received_at", "status", "attempts", "next_attempt_at", "last_error", "processed_at",
-	"apply_outcome", "apply_from", "apply_to", "apply_transition", "apply_tie"}
+	"apply_outcome", "apply_from", "apply_to", "apply_transition", "apply_tie", "via"}
 
 var (
 	// columns is the select list of scanEvent.
@@ -279,7 +279,7 @@ func scanEvent(row pgx.Row, extra ...any) (inbox.Event, error) {
 		&e.EntityType, &e.EntityID, &e.EntityVersion, &e.EntityOrder, &e.EntityState,
 		&e.Payload, &headers, &received, &status,
 		&e.Attempts, &next, &e.LastError, &done,
-		&outcome, &applied.From, &applied.To, &applied.Transition, &applied.Tie}, extra...)...)
+		&outcome, &applied.From, &applied.To, &applied.Transition, &applied.Tie, &e.Via}, extra...)...)
 	if err != nil {
 		return e, err
 	}

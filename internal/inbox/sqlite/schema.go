@@ -143,6 +143,7 @@ var inboxSteps = []sqlitedb.Step{
 	sqlitedb.Exec("keep deaths by time, duplicates by minute, attempts by destination and held lanes", activitySchema),
 	sqlitedb.Exec("keep incidents and their notices", incidentsSchema),
 	sqlitedb.Exec("keep per-key order of deliveries", orderSchema),
+	sqlitedb.Exec("record how events came and keep reconciliation checkpoints", reconcileSchema),
 }
 
 // activitySchema keeps what the console reads besides the lists. An

@@ -221,7 +221,7 @@ func (s *Store) insert(ctx context.Context, tx *sql.Tx, items []inbox.Item, head
 const columns = `id, hash, scope, source, provider, tenant, event_id, event_type, entity_type, entity_id,
 	entity_version, entity_order, entity_state, payload, headers, received_at, status,
 	attempts, next_attempt_at, last_error, processed_at,
-	apply_outcome, apply_from, apply_to, apply_transition, apply_tie`
+	apply_outcome, apply_from, apply_to, apply_transition, apply_tie, via`
 
 func scanEvent(row interface{ Scan(...any) error }) (inbox.Event, error) {
 	var (
@@ -236,7 +236,7 @@ func scanEvent(row interface{ Scan(...any) error }) (inbox.Event, error) {
 		&e.EntityType, &e.EntityID, &e.EntityVersion, &e.EntityOrder, &e.EntityState,
 		&e.Payload, &headers, &received, &status,
 		&e.Attempts, &next, &e.LastError, &done,
-		&outcome, &applied.From, &applied.To, &applied.Transition, &applied.Tie)
+		&outcome, &applied.From, &applied.To, &applied.Transition, &applied.Tie, &e.Via)
 	if err != nil {
 		return e, err
 	}

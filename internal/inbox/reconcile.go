@@ -1,0 +1,63 @@
+package inbox
+
+import (
+	"context"
+	"time"
+)
+
+// ViaReconcile is the Via of an event that a reconciliation recovered:
+// the provider listed it, and no webhook of it had come.
+const ViaReconcile = "reconcile"
+
+// Checkpoint is where the reconciliation of one source stands, as the
+// database keeps it.
+type Checkpoint struct {
+	Source string
+	// Through is when the last complete run started: every event the
+	// provider created before it, less the overlap, has been offered.
+	// Zero before the first complete run.
+	Through time.Time
+	// Run is the run under way, or the one a crash interrupted (then
+	// resumed from After); zero Started when none.
+	Run RunState
+	// Last is the last run that ended, well or not.
+	Last RunState
+}
+
+// RunState is one run of a source's reconciliation.
+type RunState struct {
+	// Started is when the run started; it becomes the checkpoint's
+	// Through once the run's last page is stored.
+	Started time.Time
+	// Since is the oldest creation time the run lists.
+	Since time.Time
+	// After resumes the listing after the last page stored; "" before
+	// the first page.
+	After string
+	// Ended is when the run ended; zero while it runs.
+	Ended time.Time
+	// Listed counts the events listed, of which Had were already in the
+	// inbox (their webhook came) and Recovered were not (accepted now);
+	// Failed counts those that could not be keyed or stored.
+	Listed, Had, Recovered, Failed int64
+	// Error is why the run failed; "" for one that completed.
+	Error string
+}
+
+// Reconciliations is implemented by backends that keep the checkpoints
+// of reconciliations.
+type Reconciliations interface {
+	// AcceptRecovered is Accept for the events a reconciliation listed:
+	// in the same transaction, the new ones are recorded as recovered
+	// (Via ViaReconcile). A duplicate (its webhook came) keeps how it
+	// came.
+	AcceptRecovered(ctx context.Context, items []Item) ([]Outcome, error)
+	// Checkpoint returns the source's checkpoint; a zero one (with
+	// Source set) before the first run.
+	Checkpoint(ctx context.Context, source string) (Checkpoint, error)
+	// SaveCheckpoint stores the checkpoint of cp.Source, replacing the
+	// one kept.
+	SaveCheckpoint(ctx context.Context, cp Checkpoint) error
+	// Checkpoints returns every source's checkpoint, by source name.
+	Checkpoints(ctx context.Context) ([]Checkpoint, error)
+}
