@@ -4,16 +4,20 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"flag"
 	"io"
 	"os"
 	"os/exec"
 	"os/signal"
 	"regexp"
+	"runtime"
+	"strconv"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/hookgate/hookgate/internal/cli"
+	"github.com/hookgate/hookgate/internal/testproc"
 )
 
 // runCLIEnv makes the test binary act as the hookgate command, so tests can
@@ -35,7 +39,21 @@ func TestMain(m *testing.M) {
 		}
 		os.Exit(0)
 	}
+	flag.Parse()
+	parallelForChildren()
 	os.Exit(m.Run())
+}
+
+// parallelForChildren lets more of the package's parallel tests run at once
+// than the default of one per CPU, unless -parallel was given: most of
+// their time is spent waiting on child processes, sockets and brokers, not
+// on this process's CPU.
+func parallelForChildren() {
+	given := false
+	flag.Visit(func(f *flag.Flag) { given = given || f.Name == "test.parallel" })
+	if !given {
+		flag.Set("test.parallel", strconv.Itoa(2*runtime.GOMAXPROCS(0)))
+	}
 }
 
 // process is a running `hookgate serve` child.
@@ -56,7 +74,7 @@ func command(t *testing.T, args ...string) *exec.Cmd {
 		t.Fatal(err)
 	}
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), runCLIEnv+"="+string(enc))
+	cmd.Env = testproc.Environ(runCLIEnv + "=" + string(enc))
 	return cmd
 }
 

@@ -18,6 +18,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 )
 
@@ -89,7 +90,7 @@ func Run(t *testing.T, n int, arg string) [][]byte {
 	for i := range cs {
 		c := &child{out: filepath.Join(dir, fmt.Sprintf("child%d.json", i))}
 		c.cmd = exec.CommandContext(t.Context(), os.Args[0], "-test.run=^"+t.Name()+"$", "-test.count=1")
-		c.cmd.Env = append(os.Environ(), envTest+"="+t.Name(), envIndex+"="+strconv.Itoa(i), envArg+"="+arg, envOut+"="+c.out)
+		c.cmd.Env = Environ(envTest+"="+t.Name(), envIndex+"="+strconv.Itoa(i), envArg+"="+arg, envOut+"="+c.out)
 		c.cmd.Stderr = &c.logs
 		var err error
 		if c.stdin, err = c.cmd.StdinPipe(); err != nil {
@@ -128,4 +129,13 @@ func Run(t *testing.T, n int, arg string) [][]byte {
 		reports[i] = data
 	}
 	return reports
+}
+
+// Environ is the environment of a child process of a test: this process's,
+// with the race detector's pause at exit (a second by default) turned off,
+// so that a test waiting for its children does not wait that second each
+// time, then extra.
+func Environ(extra ...string) []string {
+	env := append(os.Environ(), "GORACE="+strings.TrimSpace(os.Getenv("GORACE")+" atexit_sleep_ms=0"))
+	return append(env, extra...)
 }
