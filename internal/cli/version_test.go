@@ -1,9 +1,13 @@
 package cli_test
 
 import (
+	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime/debug"
 	"strings"
+
+	"github.com/hookgate/hookgate/internal/testproc"
 	"testing"
 )
 
@@ -23,13 +27,22 @@ func TestVersionStamped(t *testing.T) {
 	// did not move while the binary was built.
 	before, gitErr := exec.Command("git", "rev-parse", "HEAD").Output()
 	bin := filepath.Join(t.TempDir(), "hookgate")
-	build := exec.Command(gobin, "build", "-buildvcs=auto",
+	args := []string{"build", "-buildvcs=auto",
 		"-ldflags", "-X github.com/hookgate/hookgate/internal/cli.version=v9.8.7-test",
-		"-o", bin, "github.com/hookgate/hookgate/cmd/hookgate")
+		"-o", bin}
+	// Built as this test binary was (with -race under the README's test
+	// command), the build reuses the packages the test run compiled and
+	// only links.
+	if raceBuilt() {
+		args = append(args, "-race")
+	}
+	build := exec.Command(gobin, append(args, "github.com/hookgate/hookgate/cmd/hookgate")...)
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
-	out, err := exec.Command(bin, "--version").CombinedOutput()
+	version := exec.Command(bin, "--version")
+	version.Env = testproc.Environ()
+	out, err := version.CombinedOutput()
 	if err != nil {
 		t.Fatalf("hookgate --version: %v\n%s", err, out)
 	}
@@ -40,6 +53,10 @@ func TestVersionStamped(t *testing.T) {
 		t.Logf("no git checkout here (%v): the commit is not checked", gitErr)
 		return
 	}
+	if !gitDir(t) {
+		t.Logf("a linked worktree, whose commit go build does not stamp: the commit is not checked")
+		return
+	}
 	if after, err := exec.Command("git", "rev-parse", "HEAD").Output(); err != nil || string(after) != string(before) {
 		t.Logf("HEAD moved during the build (%v): the commit is not checked", err)
 		return
@@ -47,4 +64,29 @@ func TestVersionStamped(t *testing.T) {
 	if want := "\ncommit   " + strings.TrimSpace(string(before)); !strings.Contains(string(out), want) {
 		t.Errorf("hookgate --version built in a checkout:\n%s\nwant %q", out, want)
 	}
+}
+
+// raceBuilt reports whether this test binary was built with -race.
+func raceBuilt() bool {
+	info, ok := debug.ReadBuildInfo()
+	if !ok {
+		return false
+	}
+	for _, s := range info.Settings {
+		if s.Key == "-race" {
+			return s.Value == "true"
+		}
+	}
+	return false
+}
+
+// gitDir reports whether the checkout's .git is a directory: go build
+// stamps the commit only then, not in a linked worktree (.git a file).
+func gitDir(t *testing.T) bool {
+	top, err := exec.Command("git", "rev-parse", "--show-toplevel").Output()
+	if err != nil {
+		t.Fatalf("git rev-parse --show-toplevel: %v", err)
+	}
+	fi, err := os.Stat(filepath.Join(strings.TrimSpace(string(top)), ".git"))
+	return err == nil && fi.IsDir()
 }
