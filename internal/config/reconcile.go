@@ -3,6 +3,7 @@ package config
 import (
 	"fmt"
 	"net/url"
+	"path"
 	"strconv"
 	"strings"
 	"time"
@@ -49,6 +50,10 @@ type Reconcile struct {
 	// Token is the API credential of the providers that take a token,
 	// by reference.
 	Token Secret `yaml:"token,omitempty"`
+	// Types are the event types listed, as patterns ("charge.*"): the
+	// types the provider's webhook endpoint is subscribed to. None lists
+	// every type.
+	Types []string `yaml:"types,omitempty,flow"`
 	// APIURL is the provider API's base URL; "" is the provider's own.
 	// Tests and proxies set it.
 	APIURL string `yaml:"api_url,omitempty"`
@@ -131,6 +136,11 @@ func (s Source) checkReconcile() []*FieldError {
 		}
 		if set[other] {
 			add("."+other, "not used by provider %s: set %s", p.Name, want)
+		}
+	}
+	for i, typ := range r.Types {
+		if _, err := path.Match(typ, ""); err != nil || typ == "" {
+			add(fmt.Sprintf(".types[%d]", i), "%q: want an event type or a pattern such as charge.*", typ)
 		}
 	}
 	if r.APIURL != "" {

@@ -96,6 +96,8 @@ func TestReconcileInvalid(t *testing.T) {
 			`sources[0].reconcile.rate: "0/s": want a rate like 10/s`},
 		{"bad url", stripeSource("      api_key: env:STRIPE_RESTRICTED_KEY\n      api_url: api.stripe.com\n"),
 			`sources[0].reconcile.api_url: "api.stripe.com": want an absolute http or https URL`},
+		{"bad type", stripeSource("      api_key: env:STRIPE_RESTRICTED_KEY\n      types: [charge.*, \"[\"]\n"),
+			`sources[0].reconcile.types[1]: "[": want an event type or a pattern`},
 		{"unknown key", stripeSource("      api_key: env:STRIPE_RESTRICTED_KEY\n      interval: 1h\n"),
 			`sources[0].reconcile.interval`},
 		{"no reconciler", "sources:\n  - name: gh\n    provider: github\n    secret: env:GITHUB_SECRET\n    reconcile:\n      token: env:GITHUB_RECONCILE_TOKEN\n",
