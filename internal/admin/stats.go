@@ -46,6 +46,9 @@ type Lane struct {
 	// Held is true while an operator holds the lane (the console's
 	// Pause): none of its deliveries is made, whatever State says.
 	Held bool `json:"held,omitempty"`
+	// Blocked counts the keys of an ordered destination (order: entity,
+	// on_exhausted: block) that wait for an operator's replay or skip.
+	Blocked int `json:"blocked,omitempty"`
 }
 
 // SourceStats are one source's counts.
@@ -65,7 +68,7 @@ func NewStats(s inbox.Stats, now time.Time) Stats {
 	out := Stats{Sources: make(map[string]SourceStats, len(s.Sources)), Pending: s.Pending, Lanes: make([]Lane, len(s.Lanes))}
 	for i, l := range s.Lanes {
 		out.Lanes[i] = Lane{Source: l.Source, Destination: l.Destination, State: l.State, Failures: l.Failures,
-			LastError: l.LastError, Changed: l.Changed, Pending: l.Pending, Held: l.Held}
+			LastError: l.LastError, Changed: l.Changed, Pending: l.Pending, Held: l.Held, Blocked: l.Blocked}
 		if l.State == inbox.LanePaused {
 			out.Lanes[i].Until = l.Until
 		}

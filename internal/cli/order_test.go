@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hookgate/hookgate/internal/admin"
 	"github.com/hookgate/hookgate/internal/deliver"
 	"github.com/hookgate/hookgate/internal/inbox"
 	"github.com/hookgate/hookgate/internal/pgtest"
@@ -434,6 +435,22 @@ func TestOrderedDeliverySQLite(t *testing.T) {
 		}
 		return orderLaneState(st, block).Blocked == 1
 	})
+	out, err := command(t, "stats", "--json", "--database", db).Output()
+	if err != nil {
+		t.Fatalf("stats --json: %v", err)
+	}
+	var stats admin.Stats
+	if err := json.Unmarshal(out, &stats); err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range stats.Lanes {
+		if want := map[bool]int{true: 1}[l.Destination == "block"]; l.Blocked != want {
+			t.Errorf("stats --json: %s has %d blocked keys, want %d", l.Destination, l.Blocked, want)
+		}
+	}
+	if out, err := command(t, "stats", "--database", db).Output(); err != nil || !bytes.Contains(out, []byte("(1 keys blocked)")) {
+		t.Errorf("stats: %v\n%s\nwant the block destination's blocked key", err, out)
+	}
 	sink.mu.Lock()
 	if got := sink.got["/block"]["k5"]; !slices.Equal(got, []int{1, 2, 3, 4, 5, 6}) {
 		t.Errorf("block: k5 took %v while blocked, want 1 to 6", got)

@@ -75,7 +75,11 @@ health of each destination. Reads only the database.`,
 		if !l.Until.IsZero() {
 			until = l.Until.Format(time.RFC3339)
 		}
-		lanes.row(l.Source, l.Destination, l.State, strconv.Itoa(l.Failures), orDash(until), strconv.Itoa(l.Pending), orDash(l.LastError))
+		state := l.State
+		if l.Blocked > 0 {
+			state += fmt.Sprintf(" (%d keys blocked)", l.Blocked)
+		}
+		lanes.row(l.Source, l.Destination, state, strconv.Itoa(l.Failures), orDash(until), strconv.Itoa(l.Pending), orDash(l.LastError))
 	}
 	return lanes.flush()
 }
