@@ -2,7 +2,8 @@ package sqlitedb
 
 import (
 	"context"
-	"database/sql"
+	"database/sql/driver"
+	"fmt"
 	"time"
 )
 
@@ -10,22 +11,27 @@ const (
 	// CheckpointInterval is how often the checkpointer copies the WAL into
 	// the database file.
 	CheckpointInterval = time.Second
-	// CheckpointTruncatePages is the WAL size, in pages (4 KiB by default),
-	// past which the checkpointer empties the WAL with a TRUNCATE
-	// checkpoint instead of a passive one.
-	CheckpointTruncatePages = 16384
+	// CheckpointRestartPages is the WAL size, in pages (4 KiB by default),
+	// past which the checkpointer restarts the WAL, so that writers
+	// overwrite it from its start instead of growing it.
+	CheckpointRestartPages = 16384
+	// CheckpointWait bounds how long a restart waits for the readers of
+	// the moment, holding the write turn: longer, and it gives the turn
+	// back and tries again at the next interval.
+	CheckpointWait = 20 * time.Millisecond
 )
 
 // checkpointer runs the database's checkpoints on a goroutine of its own,
 // so that no commit pays for one.
 type checkpointer struct {
-	db            *sql.DB
-	truncatePages int
-	quit, done    chan struct{}
+	d            *DB
+	restartPages int
+	wait         time.Duration
+	quit, done   chan struct{}
 }
 
-func startCheckpointer(db *sql.DB, every time.Duration, truncatePages int) *checkpointer {
-	c := &checkpointer{db: db, truncatePages: truncatePages, quit: make(chan struct{}), done: make(chan struct{})}
+func startCheckpointer(d *DB, every time.Duration, restartPages int, wait time.Duration) *checkpointer {
+	c := &checkpointer{d: d, restartPages: restartPages, wait: wait, quit: make(chan struct{}), done: make(chan struct{})}
 	go c.run(every)
 	return c
 }
@@ -39,31 +45,65 @@ func (c *checkpointer) run(every time.Duration) {
 		case <-c.quit:
 			return
 		case <-tick.C:
-			// A failed checkpoint leaves the WAL as it was, which is safe:
-			// the next tick tries again, and readers see every commit
-			// either way.
+			// A failed or busy checkpoint leaves the WAL as it was, which
+			// is safe: the next tick tries again, and readers see every
+			// commit either way.
 			c.checkpoint()
 		}
 	}
 }
 
-// checkpoint runs a passive checkpoint, then a truncating one if the WAL
-// has grown past truncatePages.
-func (c *checkpointer) checkpoint() error {
+// checkpoint runs a passive checkpoint, then restarts the WAL if it has
+// grown past restartPages. It reports whether the WAL was restarted.
+func (c *checkpointer) checkpoint() (restarted bool, err error) {
 	ctx := context.Background()
 	var busy, log, done int
-	err := c.db.QueryRowContext(ctx, "PRAGMA wal_checkpoint(PASSIVE)").Scan(&busy, &log, &done)
-	if err != nil || log <= c.truncatePages {
-		return err
+	err = c.d.QueryRowContext(ctx, "PRAGMA wal_checkpoint(PASSIVE)").Scan(&busy, &log, &done)
+	if err != nil || log <= c.restartPages {
+		return false, err
 	}
-	return c.truncate(ctx)
+	return c.restart(ctx)
+}
+
+// restart copies what the passive checkpoint left of the WAL into the
+// database file and makes the next writer start the WAL over, without
+// truncating the file (an ftruncate of a WAL of 100 MB takes tens of
+// milliseconds, during which no one writes). A RESTART checkpoint blocks
+// writers while it waits for the readers still using the WAL: it takes
+// this process's write turn, so that the process's writers queue on the
+// turn instead of sleeping in SQLite's busy handler, and waits for the
+// readers at most c.wait on a connection of its own, then gives the turn
+// back whether or not the WAL was restarted.
+func (c *checkpointer) restart(ctx context.Context) (bool, error) {
+	unlock, err := c.d.lock(ctx)
+	if err != nil {
+		return false, err
+	}
+	defer unlock()
+	conn, err := c.d.Conn(ctx)
+	if err != nil {
+		return false, err
+	}
+	defer conn.Close()
+	if _, err := conn.ExecContext(ctx, fmt.Sprintf("PRAGMA busy_timeout = %d", c.wait.Milliseconds())); err != nil {
+		return false, err
+	}
+	var busy, log, done int
+	err = conn.QueryRowContext(ctx, "PRAGMA wal_checkpoint(RESTART)").Scan(&busy, &log, &done)
+	if _, resetErr := conn.ExecContext(ctx, fmt.Sprintf("PRAGMA busy_timeout = %d", busyTimeoutMillis)); resetErr != nil {
+		// The connection must not go back to the pool with the short
+		// timeout, which would make its next writer give up early.
+		conn.Raw(func(any) error { return driver.ErrBadConn })
+		return false, resetErr
+	}
+	return err == nil && busy == 0, err
 }
 
 // truncate copies the whole WAL into the database file and empties it. It
 // waits, on the busy timeout, for the writers and readers of the moment.
 func (c *checkpointer) truncate(ctx context.Context) error {
 	var busy, log, done int
-	return c.db.QueryRowContext(ctx, "PRAGMA wal_checkpoint(TRUNCATE)").Scan(&busy, &log, &done)
+	return c.d.QueryRowContext(ctx, "PRAGMA wal_checkpoint(TRUNCATE)").Scan(&busy, &log, &done)
 }
 
 // stop ends the goroutine and empties the WAL one last time.

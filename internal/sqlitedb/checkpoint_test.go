@@ -1,6 +1,8 @@
 package sqlitedb
 
 import (
+	"context"
+	"database/sql"
 	"os"
 	"strings"
 	"testing"
@@ -58,22 +60,101 @@ func TestCommitsDoNotCheckpoint(t *testing.T) {
 	}
 }
 
+// walFrames commits one small row and returns the frames in the WAL
+// since it last started over.
+func walFrames(t *testing.T, db *DB) int {
+	t.Helper()
+	if _, err := db.Exec(`INSERT INTO pad (b) VALUES (x'00')`); err != nil {
+		t.Fatal(err)
+	}
+	var busy, log, done int
+	if err := db.QueryRow(`PRAGMA wal_checkpoint(PASSIVE)`).Scan(&busy, &log, &done); err != nil {
+		t.Fatal(err)
+	}
+	return log
+}
+
 // TestCheckpointer: the background checkpointer copies the WAL into the
-// database file, and empties it once it passes its bound.
+// database file and, once the WAL passes its bound, starts it over: the
+// next commit writes from the WAL's start.
 func TestCheckpointer(t *testing.T) {
 	t.Parallel()
-	db, path := open(t)
+	db, _ := open(t)
 	// The WAL passes the bound before the checkpointer starts: one that
-	// ran during the fill could empty it midway and leave the rest below
+	// ran during the fill could restart it midway and leave the rest below
 	// the bound, which it then only copies.
 	db.ckpt.stop()
 	db.ckpt = nil
 	fillWAL(t, db, 100)
-	db.ckpt = startCheckpointer(db.DB, 10*time.Millisecond, 100)
-	waitFor(t, "the WAL to be emptied", func() bool { return walPages(t, path) == 0 })
+	if n := walFrames(t, db); n < 400 {
+		t.Fatalf("%d frames in the WAL after 100 commits of four pages", n)
+	}
+	db.ckpt = startCheckpointer(db, 10*time.Millisecond, 100, CheckpointWait)
+	waitFor(t, "the WAL to start over", func() bool { return walFrames(t, db) < 100 })
 	var n int
-	if err := db.QueryRow(`SELECT count(*) FROM pad`).Scan(&n); err != nil || n != 100 {
+	if err := db.QueryRow(`SELECT count(*) FROM pad WHERE length(b) > 1`).Scan(&n); err != nil || n != 100 {
 		t.Fatalf("%d rows after the checkpoint (%v), want 100", n, err)
+	}
+}
+
+// TestRestartWaitsForReadersBriefly: a restart holds the write turn while
+// it waits for the readers still using the WAL; a reader that stays (a
+// long listing, another process) must not hold the process's writers for
+// the busy timeout. The restart gives the turn back without restarting,
+// and restarts at a later try, once the reader is gone.
+func TestRestartWaitsForReadersBriefly(t *testing.T) {
+	t.Parallel()
+	db, _ := open(t)
+	db.ckpt.stop()
+	db.ckpt = nil
+	fillWAL(t, db, 1)
+	reader, err := db.Conn(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer reader.Close()
+	if _, err := reader.ExecContext(t.Context(), `BEGIN`); err != nil {
+		t.Fatal(err)
+	}
+	var n int
+	if err := reader.QueryRowContext(t.Context(), `SELECT count(*) FROM pad`).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	fillWAL(t, db, 50)
+
+	c := &checkpointer{d: db, restartPages: 10, wait: CheckpointWait}
+	type outcome struct {
+		restarted bool
+		err       error
+	}
+	done := make(chan outcome, 1)
+	go func() {
+		restarted, err := c.checkpoint()
+		done <- outcome{restarted, err}
+	}()
+	waitFor(t, "the restart to take the write turn", func() bool { return len(db.turn) == 1 || len(done) == 1 })
+	// Far less than the busy timeout a restart waiting on SQLite's
+	// default would hold the turn for, far more than CheckpointWait.
+	ctx, cancel := context.WithTimeout(t.Context(), busyTimeoutMillis*time.Millisecond/2)
+	defer cancel()
+	if err := db.Write(ctx, func(tx *sql.Tx) error {
+		_, err := tx.Exec(`INSERT INTO pad (b) VALUES (x'01')`)
+		return err
+	}); err != nil {
+		t.Fatalf("a write while a restart waited for a reader: %v", err)
+	}
+	if o := <-done; o.err != nil || o.restarted {
+		t.Fatalf("restart with a reader on the WAL: restarted %v, %v; want not restarted, no error", o.restarted, o.err)
+	}
+
+	if _, err := reader.ExecContext(t.Context(), `COMMIT`); err != nil {
+		t.Fatal(err)
+	}
+	if restarted, err := c.checkpoint(); err != nil || !restarted {
+		t.Fatalf("restart once the reader is gone: restarted %v, %v", restarted, err)
+	}
+	if n := walFrames(t, db); n >= 10 {
+		t.Fatalf("%d frames in the WAL after the restart and one commit", n)
 	}
 }
 

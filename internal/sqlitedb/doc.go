@@ -58,11 +58,15 @@
 // [CheckpointInterval]: it copies what it can of the WAL into the database
 // file and fsyncs it while writers go on appending. A passive checkpoint
 // cannot restart the WAL while readers or writers use it, so the file can
-// grow under steady load; once it holds more than [CheckpointTruncatePages]
-// pages the goroutine runs a TRUNCATE checkpoint, which waits for the
-// writers of the moment (on the busy timeout), copies the rest and empties
-// the file. Close runs a last TRUNCATE checkpoint, so a file left by a
-// clean shutdown has an empty WAL.
+// grow under steady load; once it holds more than [CheckpointRestartPages]
+// pages the goroutine takes the write turn and runs a RESTART checkpoint,
+// which copies the rest and lets the next writer overwrite the WAL from
+// its start. It waits for the readers still using the WAL at most
+// [CheckpointWait] and gives the turn back either way, trying again at the
+// next interval: writers wait for a restart about as long as for a commit.
+// The WAL file keeps its size (truncating it took tens of milliseconds in
+// which nobody could write); Close runs a TRUNCATE checkpoint, so a file
+// left by a clean shutdown has an empty WAL.
 //
 // # The write turn
 //

@@ -57,7 +57,7 @@ func Open(path string) (*DB, error) {
 	d := newDB(db)
 	d.owned = true
 	d.wal = newWALSync(path)
-	d.ckpt = startCheckpointer(db, CheckpointInterval, CheckpointTruncatePages)
+	d.ckpt = startCheckpointer(d, CheckpointInterval, CheckpointRestartPages, CheckpointWait)
 	return d, nil
 }
 
