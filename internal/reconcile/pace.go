@@ -1,0 +1,50 @@
+package reconcile
+
+import (
+	"context"
+	"net/http"
+	"sync"
+	"time"
+)
+
+// pacer spaces a reconciler's requests to its provider at least interval
+// apart: the source's reconcile rate.
+type pacer struct {
+	interval time.Duration
+	next     http.RoundTripper
+
+	mu sync.Mutex
+	// due is when the next request may go.
+	due time.Time
+}
+
+// RoundTrip waits for the request's turn, then makes it.
+func (p *pacer) RoundTrip(r *http.Request) (*http.Response, error) {
+	if err := p.wait(r.Context()); err != nil {
+		return nil, err
+	}
+	return p.next.RoundTrip(r)
+}
+
+// wait takes the next turn and waits for it, or for ctx to end.
+func (p *pacer) wait(ctx context.Context) error {
+	p.mu.Lock()
+	now := time.Now()
+	at := now
+	if p.due.After(now) {
+		at = p.due
+	}
+	p.due = at.Add(p.interval)
+	p.mu.Unlock()
+	if !at.After(now) {
+		return nil
+	}
+	t := time.NewTimer(at.Sub(now))
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}

@@ -1,0 +1,315 @@
+package reconcile
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/hookgate/hookgate/dedupe"
+	"github.com/hookgate/hookgate/internal/config"
+	"github.com/hookgate/hookgate/internal/inbox"
+	"github.com/hookgate/hookgate/internal/intake"
+	"github.com/hookgate/hookgate/internal/provider"
+	"github.com/hookgate/hookgate/internal/source"
+)
+
+// Store is what a run needs of the inbox.
+type Store interface {
+	inbox.Reconciliations
+	// List finds, on a dry run, whether a listed event is already in
+	// the inbox.
+	List(ctx context.Context, f inbox.Filter) ([]inbox.Event, error)
+}
+
+// ErrNoCheckpoints is returned by New for a store that keeps no
+// checkpoints.
+var ErrNoCheckpoints = errors.New("the database keeps no reconciliation checkpoints")
+
+// Options configure a Runner.
+type Options struct {
+	// Source is the source reconciled: its keys are the ones intake
+	// gives its webhooks.
+	Source *source.Source
+	// Config is the source's reconcile block.
+	Config config.Reconcile
+	// Store is the inbox; it must implement Store.
+	Store inbox.Store
+	// Client makes the API requests, paced at Config.Rate; nil is
+	// http.DefaultClient's transport.
+	Client *http.Client
+	// Now is the clock; nil is time.Now.
+	Now func() time.Time
+	// Logger logs each run's end, and its errors once; nil discards.
+	Logger *slog.Logger
+	// Metrics, when set, counts the runs and the events listed.
+	Metrics *Metrics
+	// Stored is called after a page's new events are stored (the
+	// workers' wake-up); nil: nothing.
+	Stored func()
+}
+
+// Runner runs one source's reconciliation. Its runs must not overlap:
+// the caller runs one at a time (on several nodes, the one that leads).
+type Runner struct {
+	src     *source.Source
+	cfg     config.Reconcile
+	list    provider.Reconciler
+	store   Store
+	now     func() time.Time
+	log     *slog.Logger
+	metrics *Metrics
+	stored  func()
+}
+
+// New builds the runner of o.Source, with its provider's reconciler.
+func New(o Options) (*Runner, error) {
+	p, ok := provider.Lookup(o.Source.Provider)
+	if !ok || p.Reconcile == nil {
+		return nil, fmt.Errorf("reconcile %s: provider %s has no reconciler", o.Source.Name, o.Source.Provider)
+	}
+	store, ok := o.Store.(Store)
+	if !ok {
+		return nil, fmt.Errorf("reconcile %s: %w", o.Source.Name, ErrNoCheckpoints)
+	}
+	client := cmp.Or(o.Client, http.DefaultClient)
+	next := cmp.Or[http.RoundTripper](client.Transport, http.DefaultTransport)
+	if iv := o.Config.Rate.Interval(); iv > 0 {
+		paced := *client
+		paced.Transport = &pacer{interval: iv, next: next}
+		client = &paced
+	}
+	now := o.Now
+	if now == nil {
+		now = time.Now
+	}
+	list, err := p.Reconcile(provider.ReconcileConfig{APIURL: o.Config.APIURL, Key: o.Config.Credential(),
+		Client: client, Now: now})
+	if err != nil {
+		return nil, fmt.Errorf("source %s: %w", o.Source.Name, err)
+	}
+	r := &Runner{src: o.Source, cfg: o.Config, list: list, store: store, now: now, log: o.Logger,
+		metrics: o.Metrics, stored: o.Stored}
+	if r.log == nil {
+		r.log = slog.New(slog.DiscardHandler)
+	}
+	if r.stored == nil {
+		r.stored = func() {}
+	}
+	return r, nil
+}
+
+// Source is the name of the source the runner reconciles.
+func (r *Runner) Source() string { return r.src.Name }
+
+// RunOptions change one run.
+type RunOptions struct {
+	// Since, when set, lists the events created in the last Since,
+	// whatever the checkpoint says, and does not resume an interrupted
+	// run (which stays to be resumed). Its end moves the checkpoint only
+	// when it listed at least as far back as a scheduled run would have.
+	Since time.Duration
+	// DryRun lists and reports what the inbox already has, and stores
+	// nothing: no event, no checkpoint.
+	DryRun bool
+}
+
+// Run runs the reconciliation once and returns the run's report. A
+// scheduled run (no Since) resumes one that was interrupted, from the
+// page after the last one stored, else lists from the checkpoint less
+// the overlap (the lookback on the first run). Each page's events are
+// accepted before the run's progress is saved, so a crash repeats at
+// most one page, whose events are then duplicates. The checkpoint moves
+// to the run's start once its last page is stored.
+func (r *Runner) Run(ctx context.Context, o RunOptions) (inbox.RunState, error) {
+	cp, err := r.store.Checkpoint(ctx, r.src.Name)
+	if err != nil {
+		return inbox.RunState{}, err
+	}
+	now := r.now().UTC()
+	scheduledSince := now.Add(-time.Duration(r.cfg.Lookback))
+	if !cp.Through.IsZero() {
+		scheduledSince = cp.Through.Add(-time.Duration(r.cfg.Overlap))
+	}
+	var run inbox.RunState
+	resumable := o.Since == 0 && !o.DryRun
+	switch {
+	case o.Since > 0:
+		run = inbox.RunState{Started: now, Since: now.Add(-o.Since)}
+	case !cp.Run.Started.IsZero():
+		run = cp.Run
+	default:
+		run = inbox.RunState{Started: now, Since: scheduledSince}
+	}
+	if resumable {
+		cp.Run = run
+		if err := r.store.SaveCheckpoint(ctx, cp); err != nil {
+			return run, err
+		}
+	}
+	var firstFailure error
+	failures := 0
+	err = r.list.List(ctx, provider.ListQuery{Since: run.Since, Types: r.cfg.Types, After: run.After}, func(p provider.Page) error {
+		var items []inbox.Item
+		for _, d := range p.Deliveries {
+			its, err := r.items(d)
+			if err != nil {
+				run.Failed++
+				failures++
+				if firstFailure == nil {
+					firstFailure = fmt.Errorf("event %s: %w", d.ID, err)
+				}
+				continue
+			}
+			items = append(items, its...)
+		}
+		run.Listed += int64(len(p.Deliveries))
+		r.count(OutcomeListed, len(p.Deliveries))
+		had, recovered, err := r.offer(ctx, items, o.DryRun)
+		if err != nil {
+			return err
+		}
+		run.Had += int64(had)
+		run.Recovered += int64(recovered)
+		run.After = p.Next
+		if recovered > 0 {
+			r.stored()
+		}
+		if !resumable {
+			return nil
+		}
+		cp.Run = run
+		if p.Next == "" {
+			// The last page: the checkpoint moves in the same write
+			// that ends the run.
+			cp.Run = inbox.RunState{}
+			advance(&cp, run, scheduledSince)
+		}
+		return r.store.SaveCheckpoint(ctx, cp)
+	})
+	run.Ended = r.now().UTC()
+	if err != nil {
+		run.Error = err.Error()
+	}
+	if !o.DryRun {
+		if err == nil {
+			advance(&cp, run, scheduledSince)
+		}
+		cp.Last = run
+		if err := r.store.SaveCheckpoint(context.WithoutCancel(ctx), cp); err != nil && ctx.Err() == nil {
+			r.log.Error("reconcile: save the checkpoint", "source", r.src.Name, "err", err)
+		}
+	}
+	r.report(run, cp, err, failures, firstFailure)
+	return run, err
+}
+
+// advance moves cp's checkpoint to the start of run, which listed every
+// page, when run listed at least as far back as a scheduled run would
+// have (scheduledSince): a shorter on-demand run leaves a gap behind it.
+func advance(cp *inbox.Checkpoint, run inbox.RunState, scheduledSince time.Time) {
+	if run.Since.Compare(scheduledSince) <= 0 && run.Started.After(cp.Through) {
+		cp.Through = run.Started
+	}
+}
+
+// items keys one listed delivery as intake keys its webhook.
+func (r *Runner) items(d provider.Delivery) ([]inbox.Item, error) {
+	h := d.Header.Clone()
+	if h == nil {
+		h = http.Header{}
+	}
+	if h.Get("Content-Type") == "" {
+		if p, ok := provider.Lookup(r.src.Provider); ok {
+			h.Set("Content-Type", p.ContentTypeOf())
+		}
+	}
+	return intake.ListedItems(r.src, h, d.Body)
+}
+
+// offer accepts items as recovered events, or on a dry run looks them up,
+// and says how many the inbox had and how many are new.
+func (r *Runner) offer(ctx context.Context, items []inbox.Item, dry bool) (had, recovered int, err error) {
+	if len(items) == 0 {
+		return 0, 0, nil
+	}
+	if dry {
+		for _, it := range items {
+			evs, err := r.store.List(ctx, inbox.Filter{Hash: it.Event.Hash, Limit: 1})
+			if err != nil {
+				return had, recovered, err
+			}
+			if len(evs) > 0 {
+				had++
+			} else {
+				recovered++
+			}
+		}
+		return had, recovered, nil
+	}
+	// A listing may repeat an event across pages; Accept takes each key
+	// once per batch.
+	seen := make(map[dedupe.Hash]bool, len(items))
+	batch := items[:0:0]
+	for _, it := range items {
+		if !seen[it.Event.Hash] {
+			seen[it.Event.Hash] = true
+			batch = append(batch, it)
+		}
+	}
+	had = len(items) - len(batch)
+	for start := 0; start < len(batch); start += maxBatch {
+		part := batch[start:min(start+maxBatch, len(batch))]
+		out, err := r.store.AcceptRecovered(ctx, part)
+		if err != nil {
+			return had, recovered, err
+		}
+		for _, o := range out {
+			if o.Status == dedupe.New {
+				recovered++
+			} else {
+				had++
+			}
+		}
+	}
+	r.count(OutcomeHad, had)
+	r.count(OutcomeRecovered, recovered)
+	return had, recovered, nil
+}
+
+// maxBatch is the most events one AcceptRecovered takes, intake's batch.
+const maxBatch = 200
+
+func (r *Runner) count(outcome string, n int) {
+	if r.metrics != nil && n > 0 {
+		r.metrics.Events.WithLabelValues(r.src.Name, outcome).Add(float64(n))
+	}
+}
+
+// report logs the run's end, its errors once, and counts it.
+func (r *Runner) report(run inbox.RunState, cp inbox.Checkpoint, err error, failures int, firstFailure error) {
+	result := ResultCompleted
+	if err != nil {
+		result = ResultFailed
+	}
+	if r.metrics != nil {
+		r.metrics.Runs.WithLabelValues(r.src.Name, result).Inc()
+		r.count(OutcomeFailed, failures)
+		if !cp.Through.IsZero() {
+			r.metrics.LastCompleted.WithLabelValues(r.src.Name).Set(float64(cp.Through.Unix()))
+		}
+	}
+	attrs := []any{"source", r.src.Name, "since", run.Since, "listed", run.Listed, "already_had", run.Had,
+		"recovered", run.Recovered, "failed", run.Failed}
+	if failures > 0 {
+		r.log.Error("reconcile: listed events that cannot be keyed", append(attrs, "count", failures, "first", firstFailure)...)
+	}
+	if err != nil {
+		r.log.Error("reconcile: run failed; the next run resumes from the last page stored", append(attrs, "err", err)...)
+		return
+	}
+	r.log.Info("reconcile: run completed", append(attrs, "checkpoint", cp.Through)...)
+}

@@ -1,0 +1,204 @@
+package reconcile_test
+
+import (
+	"context"
+	"fmt"
+	"net/http/httptest"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/hookgate/hookgate/dedupe"
+	"github.com/hookgate/hookgate/internal/config"
+	"github.com/hookgate/hookgate/internal/inbox"
+	"github.com/hookgate/hookgate/internal/inbox/sqlite"
+	"github.com/hookgate/hookgate/internal/intake"
+	"github.com/hookgate/hookgate/internal/reconcile"
+	"github.com/hookgate/hookgate/internal/reconcile/stripefake"
+	"github.com/hookgate/hookgate/internal/source"
+)
+
+const restrictedKey = "rk_test_reconcile"
+
+type bundle struct {
+	api    *stripefake.API
+	store  *sqlite.Store
+	src    *source.Source
+	runner *reconcile.Runner
+	events []stripefake.Event
+}
+
+// setup holds n events, one a minute up to now, in a fake Stripe, and a
+// runner of source pay over a fresh inbox.
+func setup(t *testing.T, n int) *bundle {
+	t.Helper()
+	b := &bundle{api: stripefake.New(restrictedKey)}
+	now := time.Now()
+	for i := range n {
+		b.events = append(b.events, stripefake.Event{ID: fmt.Sprintf("evt_%04d", i), Type: "charge.succeeded",
+			Created: now.Add(-time.Duration(n-i) * time.Minute)})
+	}
+	b.api.Add(b.events...)
+	srv := httptest.NewServer(b.api)
+	t.Cleanup(srv.Close)
+	var err error
+	b.store, err = sqlite.Open(filepath.Join(t.TempDir(), "inbox.db"), sqlite.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.store.Close() })
+	b.src, err = source.New(config.Source{Name: "pay", Provider: "stripe", Secret: config.NewSecret("whsec_dGVzdA==")}, config.Default().Dedupe)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.runner, err = reconcile.New(reconcile.Options{Source: b.src, Store: b.store, Client: srv.Client(),
+		Config: config.Reconcile{Overlap: config.DefaultReconcileOverlap, Lookback: config.DefaultReconcileLookback,
+			Rate: config.Rate{N: 1000, Per: time.Second}, APIKey: config.NewSecret(restrictedKey), APIURL: srv.URL}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// webhook stores e as its webhook would have been stored.
+func (b *bundle) webhook(t *testing.T, e stripefake.Event) {
+	t.Helper()
+	items, err := intake.ListedItems(b.src, nil, e.Body(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out, err := b.store.Accept(t.Context(), items); err != nil || out[0].Status != dedupe.New {
+		t.Fatalf("webhook %s: %v %v", e.ID, out, err)
+	}
+}
+
+// inbox returns the stored events by provider event id, failing on any
+// event stored twice.
+func (b *bundle) inbox(t *testing.T) map[string]inbox.Event {
+	t.Helper()
+	evs, err := b.store.List(t.Context(), inbox.Filter{Limit: 10000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]inbox.Event{}
+	for _, e := range evs {
+		if _, twice := out[e.EventID]; twice {
+			t.Errorf("%s stored twice", e.EventID)
+		}
+		out[e.EventID] = e
+	}
+	return out
+}
+
+// A run offers every listed event: those whose webhook came are already
+// had, the others are recovered, stored once with via reconcile; the
+// checkpoint moves to the run's start, and a rerun recovers nothing.
+func TestRunRecoversWhatTheWebhookMissed(t *testing.T) {
+	t.Parallel()
+	b := setup(t, 250)
+	for i, e := range b.events {
+		if i%2 == 0 {
+			b.webhook(t, e)
+		}
+	}
+	before := time.Now()
+	run, err := b.runner.Run(t.Context(), reconcile.RunOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if run.Listed != 250 || run.Had != 125 || run.Recovered != 125 || run.Failed != 0 {
+		t.Fatalf("run: %+v", run)
+	}
+	got := b.inbox(t)
+	for i, e := range b.events {
+		want := ""
+		if i%2 == 1 {
+			want = inbox.ViaReconcile
+		}
+		if ev, ok := got[e.ID]; !ok || ev.Via != want {
+			t.Errorf("%s: stored %v, via %q, want via %q", e.ID, ok, ev.Via, want)
+		}
+	}
+	cp, err := b.store.Checkpoint(t.Context(), "pay")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cp.Through.Before(before.Truncate(time.Second)) || !cp.Run.Started.IsZero() || cp.Last.Recovered != 125 {
+		t.Fatalf("checkpoint after the run: %+v", cp)
+	}
+	b.api.Add(stripefake.Event{ID: "evt_late", Type: "charge.succeeded", Created: time.Now()})
+	run, err = b.runner.Run(t.Context(), reconcile.RunOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The overlap lists the last 15 minutes again (14 or 15 events, by
+	// where the second falls): had, and one new.
+	if run.Recovered != 1 || run.Had < 14 || run.Listed != run.Had+1 || !run.Since.Equal(cp.Through.Add(-time.Duration(config.DefaultReconcileOverlap))) {
+		t.Fatalf("rerun: %+v, checkpoint %v", run, cp.Through)
+	}
+	if len(b.inbox(t)) != 251 {
+		t.Fatalf("%d events stored, want 251", len(b.inbox(t)))
+	}
+}
+
+// A run stopped between two pages keeps the pages it stored; the next run
+// resumes after the last of them, with the same window, and the
+// checkpoint moves only once the last page is stored.
+func TestRunResumesFromTheLastPageStored(t *testing.T) {
+	t.Parallel()
+	b := setup(t, 250)
+	arrived, release := b.api.Hold(2)
+	defer release()
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() {
+		_, err := b.runner.Run(ctx, reconcile.RunOptions{})
+		done <- err
+	}()
+	<-arrived
+	cancel()
+	if err := <-done; err == nil {
+		t.Fatal("the stopped run reported no error")
+	}
+	cp, err := b.store.Checkpoint(t.Context(), "pay")
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := b.api.Requests()[0]
+	// Newest first: the first page is the 100 newest events.
+	if !cp.Through.IsZero() || cp.Run.After != b.events[150].ID || cp.Run.Recovered != 100 || len(b.inbox(t)) != 100 {
+		t.Fatalf("after the stop: %+v, %d stored", cp, len(b.inbox(t)))
+	}
+	run, err := b.runner.Run(t.Context(), reconcile.RunOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reqs := b.api.Requests()
+	resumed := reqs[2]
+	if resumed.Get("starting_after") != b.events[150].ID || resumed.Get("created[gte]") != first.Get("created[gte]") {
+		t.Fatalf("resumed with %v, first run %v", resumed, first)
+	}
+	if run.Listed != 250 || run.Recovered != 250 || len(b.inbox(t)) != 250 {
+		t.Fatalf("resumed run: %+v, %d stored", run, len(b.inbox(t)))
+	}
+	if cp, _ = b.store.Checkpoint(t.Context(), "pay"); !cp.Through.Equal(run.Started) || !cp.Run.Started.IsZero() {
+		t.Fatalf("checkpoint after the resumed run: %+v", cp)
+	}
+}
+
+// A dry run reports what a run would recover and stores nothing.
+func TestDryRunStoresNothing(t *testing.T) {
+	t.Parallel()
+	b := setup(t, 30)
+	b.webhook(t, b.events[0])
+	run, err := b.runner.Run(t.Context(), reconcile.RunOptions{DryRun: true, Since: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if run.Listed != 30 || run.Had != 1 || run.Recovered != 29 || len(b.inbox(t)) != 1 {
+		t.Fatalf("dry run: %+v, %d stored", run, len(b.inbox(t)))
+	}
+	if cp, _ := b.store.Checkpoint(t.Context(), "pay"); !cp.Through.IsZero() || cp.Last.Listed != 0 {
+		t.Fatalf("checkpoint after a dry run: %+v", cp)
+	}
+}
