@@ -40,6 +40,10 @@ func (p *Pool) process(ctx context.Context, owner string) (n int, err error) {
 	if err != nil || len(events) == 0 {
 		return 0, err
 	}
+	if len(events) == p.opts.Batch {
+		// More may be due: another worker takes the next batch meanwhile.
+		p.Notify()
+	}
 	// From here the batch is ours: finish it even if ctx ends, so that no
 	// event waits for its lease to expire after a clean shutdown.
 	ctx, cancel := p.afterStop(ctx)

@@ -261,14 +261,14 @@ func (nopObserver) Delivered(string, string, string, time.Duration) {}
 func (nopObserver) Dead(string, string)                             {}
 func (nopObserver) Lost(string, int)                                {}
 
-// Notify wakes idle workers: new events were stored. It never blocks.
+// Notify wakes one idle worker: new events were stored. A commit at
+// intake holds a few events, which one worker's batch takes; a worker that
+// leases a full batch wakes the next, so a backlog still reaches every
+// worker. It never blocks.
 func (p *Pool) Notify() {
-	for range p.opts.Workers {
-		select {
-		case p.wake <- struct{}{}:
-		default:
-			return
-		}
+	select {
+	case p.wake <- struct{}{}:
+	default:
 	}
 }
 

@@ -17,6 +17,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/hookgate/hookgate/internal/inbox"
+	"github.com/hookgate/hookgate/internal/inbox/sqlite"
 	"github.com/hookgate/hookgate/internal/worker"
 	"github.com/hookgate/hookgate/verify"
 )
@@ -881,5 +882,65 @@ func TestRetryAfterIsCapped(t *testing.T) {
 	b.once()
 	if dl := b.delivery(ids[0], "app"); dl.NextAttemptAt.Sub(start) != 2*time.Hour {
 		t.Errorf("next attempt at +%v, want the cap of 2h", dl.NextAttemptAt.Sub(start))
+	}
+}
+
+// leaseOwners is a store that counts leases and records which workers
+// leased events.
+type leaseOwners struct {
+	*sqlite.Store
+	mu     sync.Mutex
+	calls  int
+	owners map[string]int
+}
+
+func (s *leaseOwners) Lease(ctx context.Context, owner string, limit int, d time.Duration) ([]inbox.Event, error) {
+	evs, err := s.Store.Lease(ctx, owner, limit, d)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.calls++
+	if len(evs) > 0 {
+		s.owners[owner] += len(evs)
+	}
+	return evs, err
+}
+
+// read returns the leases so far, the events leased and by how many
+// workers.
+func (s *leaseOwners) read() (calls, events, owners int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, n := range s.owners {
+		events += n
+	}
+	return s.calls, events, len(s.owners)
+}
+
+// One Notify wakes one worker, but a backlog is not left to it alone: a
+// worker that leases a full batch wakes the next.
+func TestBacklogWakesEveryWorker(t *testing.T) {
+	t.Parallel()
+	b := setup(t, worker.Source{Name: "shop"})
+	store := &leaseOwners{Store: b.store, owners: map[string]int{}}
+	b.opts.Store, b.opts.Workers, b.opts.Batch, b.opts.Idle = store, 4, 2, time.Hour
+	p := b.start()
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		p.Run(ctx)
+	}()
+	defer func() {
+		cancel()
+		<-done
+	}()
+	waitFor(t, 30*time.Second, func() bool { calls, _, _ := store.read(); return calls >= 4 })
+	for i := range 40 {
+		b.add(event(fmt.Sprint("o", i), 1, "created"))
+	}
+	p.Notify()
+	waitFor(t, 30*time.Second, func() bool { _, n, _ := store.read(); return n == 40 })
+	if _, _, owners := store.read(); owners < 2 {
+		t.Fatalf("one worker leased the whole backlog of 20 batches: %v", store.owners)
 	}
 }
