@@ -96,6 +96,8 @@ type Server struct {
 	// senders are the broker destinations' connections, closed with the
 	// spool and the front.
 	senders []io.Closer
+	// reconcilers are the sources' reconciliations (reconcile.go).
+	reconcilers []reconciler
 }
 
 // New builds a gateway from cfg, which must be valid (see
@@ -155,6 +157,10 @@ func New(cfg config.Config, opts Options) (*Server, error) {
 		Now: opts.Now, Logger: s.log, Observer: s.metrics,
 	})
 	if err != nil {
+		return nil, err
+	}
+	if err := s.openReconcilers(cfg); err != nil {
+		s.closeSenders()
 		return nil, err
 	}
 	acceptor, err := s.openDedupe(cfg, opts)
@@ -394,6 +400,7 @@ func (s *Server) stopIntake() {
 func (s *Server) Run(ctx context.Context) error {
 	var wg sync.WaitGroup
 	wg.Go(func() { s.sweepEvery(ctx) })
+	wg.Go(func() { s.reconcileEvery(ctx) })
 	if s.alerts != nil {
 		wg.Go(func() { s.alerts.Run(ctx) })
 	}
