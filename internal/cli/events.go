@@ -336,6 +336,9 @@ func writeDetail(w io.Writer, d eventview.Detail) error {
 	field("event id", d.EventID)
 	field("type", d.Type)
 	field("received", d.ReceivedAt.Format(time.RFC3339))
+	if d.Via != "" {
+		field("via", d.Via+" (recovered: the provider listed it, no webhook of it came)")
+	}
 	field("status", string(d.Status))
 	if !d.NextAttemptAt.IsZero() {
 		field("next attempt", d.NextAttemptAt.Format(time.RFC3339))

@@ -40,6 +40,10 @@ type Event struct {
 	Type       string       `json:"type,omitempty"`
 	ReceivedAt time.Time    `json:"received_at"`
 	Status     inbox.Status `json:"status"`
+	// Via is "reconcile" for an event a reconciliation recovered (the
+	// provider listed it and no webhook of it came); absent for one that
+	// came through intake.
+	Via string `json:"via,omitempty"`
 	// The entity fields are what the event says of its entity; empty when
 	// the source does not know them.
 	EntityType    string `json:"entity_type,omitempty"`
@@ -144,7 +148,7 @@ type Attempt struct {
 func New(e inbox.Event, deliveries map[string]inbox.Delivery) Event {
 	v := Event{
 		ID: e.ID, Key: e.Hash.String(), Scope: e.Scope, Source: e.Source, Provider: e.Provider,
-		Tenant: e.Tenant, EventID: e.EventID, Type: e.Type, ReceivedAt: e.ReceivedAt, Status: e.Status,
+		Tenant: e.Tenant, EventID: e.EventID, Type: e.Type, ReceivedAt: e.ReceivedAt, Status: e.Status, Via: e.Via,
 		EntityType: e.EntityType, EntityID: e.EntityID, EntityVersion: e.EntityVersion, EntityState: e.EntityState,
 		Applied: inbox.ApplyNone, ProcessingAttempts: e.Attempts, LastError: e.LastError, ProcessedAt: e.ProcessedAt,
 	}
