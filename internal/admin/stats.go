@@ -47,7 +47,8 @@ type Lane struct {
 	// Pause): none of its deliveries is made, whatever State says.
 	Held bool `json:"held,omitempty"`
 	// Blocked counts the keys of an ordered destination (order: entity,
-	// on_exhausted: block) that wait for an operator's replay or skip.
+	// on_exhausted: block) that wait for an operator to replay their dead
+	// event.
 	Blocked int `json:"blocked,omitempty"`
 }
 

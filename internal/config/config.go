@@ -381,7 +381,7 @@ type Destination struct {
 	// OnExhausted says what an ordered key does when one of its
 	// deliveries fails for good: [OnExhaustedSkip] (also when absent)
 	// lets the key move on, [OnExhaustedBlock] holds it until an operator
-	// replays the event or skips it.
+	// replays the event.
 	OnExhausted string `yaml:"on_exhausted,omitempty"`
 }
 

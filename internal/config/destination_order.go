@@ -18,7 +18,7 @@ const (
 	// key moves on; the key's next delivery says one was skipped.
 	OnExhaustedSkip = "skip"
 	// OnExhaustedBlock: a delivery that fails for good holds its key
-	// until an operator replays the event or skips the key.
+	// until an operator replays the event.
 	OnExhaustedBlock = "block"
 )
 

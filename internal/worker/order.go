@@ -25,7 +25,7 @@ const (
 	// moves on; the key's next delivery says how many were skipped.
 	OnExhaustedSkip = config.OnExhaustedSkip
 	// OnExhaustedBlock: a delivery that fails for good holds its key
-	// until an operator replays the event or skips the key.
+	// until an operator replays the event.
 	OnExhaustedBlock = config.OnExhaustedBlock
 )
 
