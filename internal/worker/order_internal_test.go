@@ -1,6 +1,7 @@
 package worker
 
 import (
+	"errors"
 	"testing"
 
 	"github.com/hookgate/hookgate/dedupe"
@@ -36,5 +37,22 @@ func TestOrderKey(t *testing.T) {
 		if got := orderKey(tc.ev, sel); got != tc.want {
 			t.Errorf("orderKey(%q) = %q, want %q", tc.sel, got, tc.want)
 		}
+	}
+}
+
+// A store that cannot keep per-key order is refused for an ordered
+// destination, rather than delivering its keys in parallel.
+func TestOrderNeedsAnOrderedStore(t *testing.T) {
+	t.Parallel()
+	plain := struct{ inbox.Store }{}
+	src := Source{Name: "s", Destinations: []Destination{{Order: OrderEntity}}}
+	src.Destinations[0].Name = "app"
+	_, err := New(Options{Store: plain, Sources: map[string]Source{"s": src}})
+	if !errors.Is(err, ErrNoOrder) {
+		t.Fatalf("New = %v, want ErrNoOrder", err)
+	}
+	src.Destinations[0].Order = ""
+	if _, err := New(Options{Store: plain, Sources: map[string]Source{"s": src}}); err != nil {
+		t.Fatalf("New without order = %v", err)
 	}
 }
