@@ -231,9 +231,9 @@ func sendEvent(ctx context.Context, client *http.Client, src *source.Source, bas
 	return resp.StatusCode, nil
 }
 
-// holdUntilProcessed holds the lanes while the events are sent and
-// processed, so that every delivery waits at once and the order the
-// receiver sees is the store's, not the arrival's; then it lets them go.
+// laneHold holds lanes while the events are sent and processed, so that
+// every delivery waits at once and the order the receiver sees is the
+// store's, not the arrival's; release lets them go.
 type laneHold struct {
 	t     *testing.T
 	store inbox.Backend
