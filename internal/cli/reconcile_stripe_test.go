@@ -1,0 +1,322 @@
+package cli_test
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/hookgate/hookgate/internal/cli"
+	"github.com/hookgate/hookgate/internal/inbox"
+	"github.com/hookgate/hookgate/internal/reconcile/stripefake"
+	"github.com/hookgate/hookgate/verify"
+)
+
+const (
+	rcWebhookSecret = "whsec_cmVjb25jaWxlLXdlYmhvb2stc2VjcmV0"
+	rcAPIKey        = "rk_test_reconcile_e2e"
+)
+
+// rcGateway is a serve process's configuration with a Stripe source pay
+// reconciled against a fake Stripe API and delivering to a sink.
+type rcGateway struct {
+	config string
+	api    *stripefake.API
+	events []stripefake.Event // oldest first
+	sink   *rcSink
+	intake string
+}
+
+// rcSink counts the deliveries it gets by Stripe event id.
+type rcSink struct {
+	mu  sync.Mutex
+	got map[string]int
+}
+
+func (s *rcSink) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	var e struct{ ID string }
+	body, _ := io.ReadAll(r.Body)
+	if err := json.Unmarshal(body, &e); err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	s.mu.Lock()
+	s.got[e.ID]++
+	s.mu.Unlock()
+}
+
+func (s *rcSink) counts() map[string]int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make(map[string]int, len(s.got))
+	for k, v := range s.got {
+		out[k] = v
+	}
+	return out
+}
+
+// newRCGateway holds n events, one a minute up to now, in a fake Stripe
+// API and writes the configuration of a gateway on db whose source pay
+// reconciles with it; extra is added to the reconcile block.
+func newRCGateway(t *testing.T, n int, db, extra string) *rcGateway {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("starts hookgate processes")
+	}
+	g := &rcGateway{api: stripefake.New(rcAPIKey), sink: &rcSink{got: map[string]int{}}}
+	now := time.Now()
+	for i := range n {
+		g.events = append(g.events, stripefake.Event{ID: fmt.Sprintf("evt_1Rc%05d", i), Type: "charge.succeeded",
+			Created: now.Add(-time.Duration(n-i) * time.Minute)})
+	}
+	g.api.Add(g.events...)
+	apiSrv := httptest.NewServer(g.api)
+	t.Cleanup(apiSrv.Close)
+	sinkSrv := httptest.NewServer(g.sink)
+	t.Cleanup(sinkSrv.Close)
+	dir := t.TempDir()
+	if db == "" {
+		db = "sqlite:" + filepath.Join(dir, "hookgate.db")
+	}
+	cfg := fmt.Sprintf(`listen: 127.0.0.1:0
+database: %q
+workers: 2
+lease: 3s
+sources:
+  - name: pay
+    provider: stripe
+    secret: file:%s
+    reconcile:
+      api_key: file:%s
+      api_url: %s
+      rate: 1000/s
+%s    destinations:
+      - name: sink
+        url: %s/hooks
+        timeout: 2s
+        retry_initial: 100ms
+        retry_max_delay: 1s
+`, db, writeText(t, "webhook-secret", rcWebhookSecret), writeText(t, "api-key", rcAPIKey), apiSrv.URL, extra, sinkSrv.URL)
+	g.config = filepath.Join(dir, "hookgate.yaml")
+	if err := os.WriteFile(g.config, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return g
+}
+
+// webhook sends e to the gateway as Stripe's webhook would, signed, and
+// returns the status.
+func (g *rcGateway) webhook(t *testing.T, e stripefake.Event) int {
+	t.Helper()
+	body := e.Body(1)
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, g.intake+"/in/pay", bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := verify.NewStripe(rcWebhookSecret)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json; charset=utf-8")
+	if err := s.Sign(req, body); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
+// rcReport is the JSON of `hookgate reconcile`, as far as these tests
+// read it.
+type rcReport struct {
+	Sources []struct {
+		Source      string     `json:"source"`
+		Checkpoint  *time.Time `json:"checkpoint"`
+		Run         *rcRun     `json:"run"`
+		Last        *rcRun     `json:"last"`
+		Interrupted *rcRun     `json:"interrupted"`
+	} `json:"sources"`
+}
+
+type rcRun struct {
+	Since       *time.Time `json:"since"`
+	Listed      int64      `json:"listed"`
+	AlreadyHad  int64      `json:"already_had"`
+	Recovered   int64      `json:"recovered"`
+	Failed      int64      `json:"failed"`
+	Error       string     `json:"error"`
+	ResumeAfter string     `json:"resume_after"`
+}
+
+// reconcile runs `hookgate reconcile --config ... args... --json` in a
+// process of its own and returns the report of source pay.
+func (g *rcGateway) reconcile(t *testing.T, args ...string) rcReport {
+	t.Helper()
+	cmd := command(t, append([]string{"reconcile", "--config", g.config, "--json"}, args...)...)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("hookgate reconcile %v: %v\n%s", args, err, stderr.String())
+	}
+	var rep rcReport
+	if err := json.Unmarshal(out, &rep); err != nil || len(rep.Sources) != 1 || rep.Sources[0].Source != "pay" {
+		t.Fatalf("report %s: %v", out, err)
+	}
+	return rep
+}
+
+// stored returns the gateway's events by Stripe event id, failing on an
+// event stored twice.
+func (g *rcGateway) stored(t *testing.T) map[string]rcEvent {
+	t.Helper()
+	var out bytes.Buffer
+	var errb bytes.Buffer
+	if err := cli.Run(t.Context(), []string{"events", "list", "--config", g.config, "--json", "--limit", "10000"}, nil, &out, &errb); err != nil {
+		t.Fatalf("events list: %v\n%s", err, errb.String())
+	}
+	got := map[string]rcEvent{}
+	lines := bufio.NewScanner(&out)
+	lines.Buffer(nil, 1<<20)
+	for lines.Scan() {
+		var e rcEvent
+		if err := json.Unmarshal(lines.Bytes(), &e); err != nil {
+			t.Fatalf("events list line %s: %v", lines.Text(), err)
+		}
+		if _, twice := got[e.EventID]; twice {
+			t.Errorf("%s is stored twice", e.EventID)
+		}
+		got[e.EventID] = e
+	}
+	return got
+}
+
+type rcEvent struct {
+	EventID string       `json:"event_id"`
+	Via     string       `json:"via"`
+	Status  inbox.Status `json:"status"`
+}
+
+// Events sent as webhooks and events only the provider lists, mixed: a
+// reconciliation lists them all, finds the webhooks' copies already had,
+// recovers the others (marked via reconcile) and moves the checkpoint;
+// the late webhooks of recovered events are duplicates, every event is
+// stored and delivered once, and a rerun recovers nothing.
+func TestReconcileRecoversMissedStripeEvents(t *testing.T) {
+	t.Parallel()
+	g := newRCGateway(t, 120, "", "")
+	g.intake = startServe(t, "--config", g.config).addr
+	for i, e := range g.events {
+		if i%2 == 0 {
+			if st := g.webhook(t, e); st != http.StatusAccepted {
+				t.Fatalf("webhook %s: %d, want 202", e.ID, st)
+			}
+		}
+	}
+	before := time.Now().Truncate(time.Second)
+	rep := g.reconcile(t, "--source", "pay")
+	pay := rep.Sources[0]
+	if r := pay.Run; r == nil || r.Listed != 120 || r.AlreadyHad != 60 || r.Recovered != 60 || r.Failed != 0 || r.Error != "" {
+		t.Fatalf("run: %+v", pay.Run)
+	}
+	if pay.Checkpoint == nil || pay.Checkpoint.Before(before) {
+		t.Fatalf("checkpoint %v, want the run's start, after %v", pay.Checkpoint, before)
+	}
+	for _, e := range g.events {
+		if st := g.webhook(t, e); st != http.StatusOK {
+			t.Errorf("late webhook %s: %d, want 200 (duplicate)", e.ID, st)
+		}
+	}
+	eventually(t, "every event delivered", func() bool {
+		for _, e := range g.stored(t) {
+			if e.Status != inbox.StatusProcessed {
+				return false
+			}
+		}
+		return len(g.sink.counts()) == len(g.events)
+	})
+	stored, delivered := g.stored(t), g.sink.counts()
+	for i, e := range g.events {
+		want := ""
+		if i%2 == 1 {
+			want = inbox.ViaReconcile
+		}
+		if s, ok := stored[e.ID]; !ok || s.Via != want {
+			t.Errorf("%s: stored %v via %q, want via %q", e.ID, ok, s.Via, want)
+		}
+		if delivered[e.ID] != 1 {
+			t.Errorf("%s delivered %d times, want once", e.ID, delivered[e.ID])
+		}
+	}
+	if len(stored) != len(g.events) {
+		t.Errorf("%d events stored, want %d", len(stored), len(g.events))
+	}
+
+	rerun := g.reconcile(t, "--source", "pay").Sources[0]
+	if r := rerun.Run; r == nil || r.Recovered != 0 || r.AlreadyHad != r.Listed || r.Since == nil ||
+		!r.Since.Equal(pay.Checkpoint.Add(-15*time.Minute)) {
+		t.Fatalf("rerun: %+v, want nothing recovered, listed since the checkpoint %v less the overlap", rerun.Run, pay.Checkpoint)
+	}
+	if !rerun.Checkpoint.After(*pay.Checkpoint) && !rerun.Checkpoint.Equal(*pay.Checkpoint) {
+		t.Errorf("checkpoint went back: %v then %v", pay.Checkpoint, rerun.Checkpoint)
+	}
+}
+
+// A serve process killed between two pages of its scheduled run keeps the
+// first page and the run's cursor; restarted, it resumes after that page,
+// with the same window, and the run completes with every event stored
+// once.
+func TestReconcileResumesAfterACrash(t *testing.T) {
+	t.Parallel()
+	g := newRCGateway(t, 250, "", "      every: 1h\n")
+	arrived, release := g.api.Hold(2)
+	p := startServe(t, "--config", g.config)
+	<-arrived
+	p.cmd.Process.Kill()
+	p.cmd.Wait()
+	release()
+
+	pay := g.reconcile(t).Sources[0]
+	// Newest first: the first page is the 100 newest events.
+	if pay.Checkpoint != nil || pay.Interrupted == nil || pay.Interrupted.ResumeAfter != g.events[150].ID ||
+		pay.Interrupted.Recovered != 100 {
+		t.Fatalf("after the crash: checkpoint %v, interrupted %+v", pay.Checkpoint, pay.Interrupted)
+	}
+	if n := len(g.stored(t)); n != 100 {
+		t.Fatalf("%d events stored after the crash, want the first page's 100", n)
+	}
+
+	startServe(t, "--config", g.config)
+	eventually(t, "the resumed run completes", func() bool {
+		return g.reconcile(t).Sources[0].Checkpoint != nil
+	})
+	reqs := g.api.Requests()
+	if len(reqs) < 3 || reqs[2].Get("starting_after") != g.events[150].ID || reqs[2].Get("created[gte]") != reqs[0].Get("created[gte]") {
+		t.Fatalf("the restarted node's first request %v, want starting_after %s and created[gte] %s",
+			reqs[min(2, len(reqs)-1)], g.events[150].ID, reqs[0].Get("created[gte]"))
+	}
+	pay = g.reconcile(t).Sources[0]
+	if pay.Last == nil || pay.Last.Listed != 250 || pay.Last.Recovered != 250 || pay.Interrupted != nil {
+		t.Fatalf("after the resumed run: last %+v, interrupted %+v", pay.Last, pay.Interrupted)
+	}
+	stored := g.stored(t)
+	for _, e := range g.events {
+		if stored[e.ID].Via != inbox.ViaReconcile {
+			t.Errorf("%s: stored via %q", e.ID, stored[e.ID].Via)
+		}
+	}
+	if len(stored) != len(g.events) {
+		t.Errorf("%d events stored, want %d", len(stored), len(g.events))
+	}
+}
