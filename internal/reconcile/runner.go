@@ -195,11 +195,19 @@ func (r *Runner) Run(ctx context.Context, o RunOptions) (inbox.RunState, error) 
 		run.Error = err.Error()
 	}
 	if !o.DryRun {
+		saveCtx := context.WithoutCancel(ctx)
+		if !resumable {
+			// An on-demand run saved nothing so far; a scheduled run
+			// may have moved the checkpoint since it was read.
+			if fresh, err := r.store.Checkpoint(saveCtx, r.src.Name); err == nil {
+				cp = fresh
+			}
+		}
 		if err == nil {
 			advance(&cp, run, scheduledSince)
 		}
 		cp.Last = run
-		if err := r.store.SaveCheckpoint(context.WithoutCancel(ctx), cp); err != nil && ctx.Err() == nil {
+		if err := r.store.SaveCheckpoint(saveCtx, cp); err != nil {
 			r.log.Error("reconcile: save the checkpoint", "source", r.src.Name, "err", err)
 		}
 	}

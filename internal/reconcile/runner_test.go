@@ -202,3 +202,29 @@ func TestDryRunStoresNothing(t *testing.T) {
 		t.Fatalf("checkpoint after a dry run: %+v", cp)
 	}
 }
+
+// An on-demand run moves the checkpoint only when it listed at least as
+// far back as a scheduled run would have: a shorter one would leave a
+// gap behind the new checkpoint.
+func TestOnDemandRunMovesTheCheckpointOnlyWhenItCovers(t *testing.T) {
+	t.Parallel()
+	b := setup(t, 30)
+	if _, err := b.runner.Run(t.Context(), reconcile.RunOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	first, _ := b.store.Checkpoint(t.Context(), "pay")
+	short, err := b.runner.Run(t.Context(), reconcile.RunOptions{Since: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cp, _ := b.store.Checkpoint(t.Context(), "pay"); !cp.Through.Equal(first.Through) || !cp.Last.Started.Equal(short.Started) {
+		t.Fatalf("after a run of the last minute: checkpoint %v, want %v kept", cp.Through, first.Through)
+	}
+	long, err := b.runner.Run(t.Context(), reconcile.RunOptions{Since: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cp, _ := b.store.Checkpoint(t.Context(), "pay"); !cp.Through.Equal(long.Started) {
+		t.Fatalf("after a run of the last hour: checkpoint %v, want its start %v", cp.Through, long.Started)
+	}
+}
