@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"sync"
 	"time"
 
@@ -45,6 +46,11 @@ type circuit struct {
 	until    time.Time
 	lastErr  string
 	changed  time.Time
+	// keys, in an ordered lane, are the keys whose failures the streak
+	// has counted: one key failing again (one entity the destination
+	// cannot take) says nothing new of the destination, so it cannot
+	// pause the lane, and with it the other keys, on its own.
+	keys map[string]bool
 }
 
 // result is an attempt that ended: what to record, and whether its
@@ -52,6 +58,8 @@ type circuit struct {
 type result struct {
 	done    inbox.Done
 	failure bool
+	// key is the delivery's order key; "" in a lane without order.
+	key string
 }
 
 // ErrNoOrder is returned by New for a destination with order: entity on
@@ -285,6 +293,7 @@ func (l *lane) attempt(ctx context.Context, t inbox.Task) (r result) {
 	at := l.p.opts.Now()
 	n := t.Delivery.Attempts + 1
 	r.done = inbox.Done{Attempt: inbox.Attempt{EventID: t.Event.ID, Destination: l.key.Destination, At: at}}
+	r.key = t.Delivery.OrderKey
 	defer func() {
 		// A panic making the attempt (it should not happen) fails the
 		// attempt, not the lane.
@@ -356,8 +365,19 @@ func (l *lane) observe(ctx context.Context, r result) {
 	c, was := l.circuit, l.circuit.state
 	now := l.p.opts.Now()
 	if r.done.Status == inbox.DeliveryDelivered {
-		c.state, c.failures, c.until = inbox.LaneHealthy, 0, time.Time{}
+		c.state, c.failures, c.until, c.keys = inbox.LaneHealthy, 0, time.Time{}, nil
 	} else {
+		if r.key != "" && c.state != inbox.LanePaused {
+			if c.keys[r.key] {
+				l.mu.Unlock()
+				return
+			}
+			c.keys = maps.Clone(c.keys)
+			if c.keys == nil {
+				c.keys = map[string]bool{}
+			}
+			c.keys[r.key] = true
+		}
 		c.failures++
 		c.lastErr = r.done.Attempt.Error
 		switch {
