@@ -153,6 +153,7 @@ func New(opts Options) (http.Handler, error) {
 	mux.Handle("GET /ui/destinations/{name}", c.signedIn(c.destinationPage))
 	mux.Handle("POST /ui/destinations/{name}/hold", c.signedIn(c.hold))
 	mux.Handle("GET /ui/incidents", c.signedIn(c.incidentsPage))
+	mux.Handle("GET /ui/reconcile", c.signedIn(c.reconcilePage))
 	mux.Handle("GET /ui/tail", c.signedIn(c.tailPage))
 	mux.Handle("GET /ui/tail/stream", c.signedIn(c.tailStream))
 	mux.Handle("/ui/", c.signedIn(func(_ http.ResponseWriter, r *http.Request, _ *session) error {

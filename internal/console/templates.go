@@ -11,7 +11,7 @@ import (
 
 // pageNames are the pages, each a template file executed inside
 // layout.html; the events page also shows the dead list.
-var pageNames = []string{"login", "error", "overview", "events", "event", "replay", "sources", "tail", "destination", "incidents"}
+var pageNames = []string{"login", "error", "overview", "events", "event", "replay", "sources", "tail", "destination", "incidents", "reconcile"}
 
 // funcs are the helpers the templates use. None returns template.HTML:
 // everything a page shows is escaped by html/template.
