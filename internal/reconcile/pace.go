@@ -12,6 +12,8 @@ import (
 type pacer struct {
 	interval time.Duration
 	next     http.RoundTripper
+	// sleep waits d or until ctx ends; nil waits on a timer.
+	sleep func(ctx context.Context, d time.Duration) error
 
 	mu sync.Mutex
 	// due is when the next request may go.
@@ -38,6 +40,9 @@ func (p *pacer) wait(ctx context.Context) error {
 	p.mu.Unlock()
 	if !at.After(now) {
 		return nil
+	}
+	if p.sleep != nil {
+		return p.sleep(ctx, at.Sub(now))
 	}
 	t := time.NewTimer(at.Sub(now))
 	defer t.Stop()
