@@ -51,6 +51,7 @@ func (e *Engine) conditions(ctx context.Context, stats inbox.Stats, now time.Tim
 		out = append(out, condition{kind: config.KindProcessingLag, counts: map[string]int64{
 			"pending": int64(stats.Pending), "lag_seconds": int64(now.Sub(stats.OldestPending) / time.Second)}})
 	}
+	out = append(out, e.reconcileConditions(ctx, open)...)
 	if e.opts.Local.Spool != nil {
 		waiting, quarantined := e.opts.Local.Spool()
 		switch {
@@ -166,7 +167,7 @@ func (e *Engine) sourceConditions(s config.Source, stats inbox.Stats, now time.T
 func (e *Engine) ended(inc inbox.Incident, stats inbox.Stats, now time.Time) bool {
 	check := time.Duration(e.opts.Alerts.CheckEvery)
 	switch inc.Kind {
-	case config.KindDestinationFailing, config.KindProcessingLag:
+	case config.KindDestinationFailing, config.KindProcessingLag, config.KindReconcileGap:
 		return true
 	case config.KindSourceSilent:
 		// It ends when events arrive; a node that has not seen the

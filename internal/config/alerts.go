@@ -45,6 +45,9 @@ const (
 	KindStoreUnavailable   = "store.unavailable"
 	KindSpoolWaiting       = "spool.waiting"
 	KindSpoolQuarantined   = "spool.quarantined"
+	// KindReconcileGap: a source's last reconciliation run recovered
+	// events whose webhook never came, or failed.
+	KindReconcileGap = "reconcile.gap"
 )
 
 // KindDestinationRecovered is the type of the message that resolves a
@@ -58,7 +61,7 @@ const AlertSource = "hookgate-alerts"
 // IncidentKinds are the kinds of incident, in the order docs list them.
 var IncidentKinds = []string{
 	KindDestinationFailing, KindEventsDead, KindSourceSilent, KindSourceAuthFailures,
-	KindProcessingLag, KindStoreUnavailable, KindSpoolWaiting, KindSpoolQuarantined,
+	KindProcessingLag, KindStoreUnavailable, KindSpoolWaiting, KindSpoolQuarantined, KindReconcileGap,
 }
 
 // Alerts is the alerts section: when incidents open and where their

@@ -22,7 +22,7 @@ const (
 type Message struct {
 	// Type is the incident kind: destination.failing, events.dead, source.silent,
 	// source.auth_failures, processing.lag, store.unavailable, spool.waiting,
-	// spool.quarantined (reconcile.gap later). A resolved destination.failing is
+	// spool.quarantined, reconcile.gap. A resolved destination.failing is
 	// sent with Type destination.recovered.
 	Type        string           `json:"type"`
 	Change      Change           `json:"change"`
@@ -141,6 +141,16 @@ func (w words) open() string {
 		}
 		return s + " (since " + w.since() + ")" + w.lastError() +
 			". hookgate reconcile --spool lists each with its bytes, to recover the event from."
+	case "reconcile.gap":
+		if m.LastError != "" {
+			return "The reconciliation of source " + m.Source + " with its provider failed (since " + w.since() + ")" + w.lastError() +
+				". The next run resumes from the last page stored; hookgate reconcile --source " + m.Source + " runs one now."
+		}
+		s := "The reconciliation of source " + m.Source + " recovered events whose webhook never came"
+		if n, ok := m.Counts["recovered"]; ok {
+			s = "The reconciliation of source " + m.Source + " recovered " + events(n) + " whose webhook never came"
+		}
+		return s + " (since " + w.since() + "); they are processed and delivered like any other. The provider's deliveries to hookgate fail somewhere."
 	}
 	if m.Summary != "" {
 		return m.Summary
@@ -187,6 +197,8 @@ func (w words) resolved() string {
 		return "The spool is empty again" + w.after() + "."
 	case "spool.quarantined":
 		return "The spool's quarantine is empty again" + w.after() + "."
+	case "reconcile.gap":
+		return "The last reconciliation of source " + m.Source + " found no gap" + w.after() + "."
 	}
 	if m.Summary != "" {
 		return m.Summary

@@ -64,17 +64,17 @@ func TestTextWords(t *testing.T) {
 		},
 		{
 			name: "a kind this version does not know says its summary",
-			m: notify.Message{Type: "reconcile.gap", Change: notify.Opened, OpenedAt: openedAt,
+			m: notify.Message{Type: "provider.gap", Change: notify.Opened, OpenedAt: openedAt,
 				Source: "stripe", Summary: "Stripe lists 4 events that never arrived."},
-			subject: "[hookgate] reconcile.gap: stripe",
+			subject: "[hookgate] provider.gap: stripe",
 			body:    "Stripe lists 4 events that never arrived.",
 		},
 		{
 			name: "a kind this version does not know, without a summary",
-			m: notify.Message{Type: "reconcile.gap", Change: notify.Resolved, OpenedAt: openedAt,
+			m: notify.Message{Type: "provider.gap", Change: notify.Resolved, OpenedAt: openedAt,
 				ResolvedAt: at(3 * time.Minute)},
-			subject: "[hookgate] resolved: reconcile.gap",
-			body:    "reconcile.gap resolved after 3m.",
+			subject: "[hookgate] resolved: provider.gap",
+			body:    "provider.gap resolved after 3m.",
 		},
 		{
 			name: "a last error on several lines reads as one",
