@@ -112,7 +112,8 @@ type RunOptions struct {
 	// run (which stays to be resumed). Its end moves the checkpoint only
 	// when it listed at least as far back as a scheduled run would have.
 	Since time.Duration
-	// DryRun lists and reports what the inbox already has, and stores
+	// DryRun lists the window a scheduled run would start now (or the
+	// last Since), reports what the inbox already has, and stores
 	// nothing: no event, no checkpoint.
 	DryRun bool
 }
@@ -139,7 +140,7 @@ func (r *Runner) Run(ctx context.Context, o RunOptions) (inbox.RunState, error) 
 	switch {
 	case o.Since > 0:
 		run = inbox.RunState{Started: now, Since: now.Add(-o.Since)}
-	case !cp.Run.Started.IsZero():
+	case resumable && !cp.Run.Started.IsZero():
 		run = cp.Run
 	default:
 		run = inbox.RunState{Started: now, Since: scheduledSince}
