@@ -347,15 +347,15 @@ func printReconcile(std IO, rep reconcileReport) error {
 				return
 			}
 			t.row(name, "started "+when(r.Started)+", ended "+when(r.Ended), "listed since "+when(r.Since)+note)
-			t.row("  listed", strconv.FormatInt(r.Listed, 10), "")
+			t.row("  listed", strconv.FormatInt(r.Listed, 10), "what the provider says it sent")
 			t.row("  already had", strconv.FormatInt(r.AlreadyHad, 10), "their webhook came")
 			t.row("  recovered", strconv.FormatInt(r.Recovered, 10), "no webhook came: accepted, via reconcile")
 			t.row("  failed", strconv.FormatInt(r.Failed, 10), "could not be keyed")
 			if r.Error != "" {
-				t.row("  error", escape(r.Error), "")
+				t.row("  error", escape(r.Error), "the next run resumes from the last page stored")
 			}
 			if r.ResumeAfter != "" {
-				t.row("  resumes after", escape(r.ResumeAfter), "")
+				t.row("  resumes after", escape(r.ResumeAfter), "the last event of the last page stored")
 			}
 		}
 		if s.DryRun {

@@ -10,6 +10,8 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"regexp"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -318,5 +320,38 @@ func TestReconcileResumesAfterACrash(t *testing.T) {
 	}
 	if len(stored) != len(g.events) {
 		t.Errorf("%d events stored, want %d", len(stored), len(g.events))
+	}
+}
+
+// A dry run lists and counts, stores nothing and leaves no checkpoint;
+// the text report then shows the source with no run, and after a real
+// run what it listed and recovered.
+func TestReconcileDryRunAndReport(t *testing.T) {
+	t.Parallel()
+	g := newRCGateway(t, 30, "", "")
+	dry := g.reconcile(t, "--source", "pay", "--dry-run", "--since", "1h").Sources[0]
+	if dry.Run == nil || dry.Run.Listed != 30 || dry.Run.Recovered != 30 || dry.Checkpoint != nil || dry.Last != nil {
+		t.Fatalf("dry run: %+v, checkpoint %v, last %+v", dry.Run, dry.Checkpoint, dry.Last)
+	}
+	if n := len(g.stored(t)); n != 0 {
+		t.Fatalf("a dry run stored %d events", n)
+	}
+	text := func(args ...string) string {
+		t.Helper()
+		var out, errb bytes.Buffer
+		if err := cli.Run(t.Context(), append([]string{"reconcile", "--config", g.config}, args...), nil, &out, &errb); err != nil {
+			t.Fatalf("reconcile %v: %v\n%s", args, err, errb.String())
+		}
+		return out.String()
+	}
+	if out := text(); !strings.Contains(out, "source pay (stripe)") || !strings.Contains(out, "checkpoint  -") || strings.Contains(out, "last run") {
+		t.Errorf("report before any run:\n%s", out)
+	}
+	out := text("--source", "pay")
+	for _, want := range []string{`this run +started`, `listed +30 +what the provider says it sent`,
+		`already had +0 +their webhook came`, `recovered +30 +no webhook came: accepted, via reconcile`} {
+		if !regexp.MustCompile(want).MatchString(out) {
+			t.Errorf("report of a run lacks %q:\n%s", want, out)
+		}
 	}
 }
