@@ -18,6 +18,9 @@
 #   NATS_URL=nats://127.0.0.1:4222      with DEST=nats, the JetStream server
 #   AMQP_URL=amqp://guest@127.0.0.1:5672/  with DEST=amqp, the RabbitMQ broker,
 #   AMQP_PASSWORD=guest                 and its user's password
+#   ORDER=        the destination's order: (entity: per-key order over the
+#                 100 orders, one delivery of an order at a time; see
+#                 docs/delivery.md); empty delivers without order
 #
 # It builds hookgate, loadgen and sink into bench/out/ and starts the sink
 # (bench/sink) once. Each phase starts `hookgate serve` on a fresh database
@@ -98,6 +101,7 @@ RATE=${RATE:-}
 DB=${DB:-sqlite}
 PGURL=${PGURL:-postgres://postgres@127.0.0.1:5432/postgres}
 DEST=${DEST:-http}
+ORDER=${ORDER:-}
 NATS_URL=${NATS_URL:-nats://127.0.0.1:4222}
 AMQP_URL=${AMQP_URL:-amqp://guest@127.0.0.1:5672/}
 AMQP_PASSWORD=${AMQP_PASSWORD:-guest}
@@ -127,6 +131,13 @@ case $DB in
 sqlite | postgres) ;;
 *)
 	echo "DB=$DB: want sqlite or postgres" >&2
+	exit 2
+	;;
+esac
+case $ORDER in
+'' | entity) ;;
+*)
+	echo "ORDER=$ORDER: want entity or nothing" >&2
 	exit 2
 	;;
 esac
@@ -233,7 +244,8 @@ sources:
       - name: sink
 $(dest_config)
         on: all
-        timeout: ${3:-10s}
+${ORDER:+        order: $ORDER
+}        timeout: ${3:-10s}
 EOF
 	start "process-hookgate-$1" HOOKGATE_PID "$OUT/hookgate" serve --config "$dir/hookgate.yaml" --log-level warn
 	BASE=$URL
@@ -349,7 +361,7 @@ if [[ $DEST == kafka ]]; then
 	go build -o "$OUT/kfake" ./bench/kfake
 	kind="kafka (bench/kfake: kfake in a process of its own, not a real Kafka broker)"
 fi
-echo "config: $DB inbox, workers $WORKERS, batch 200, entity apply on, 1 destination (on: all) on loopback, kind $kind; loadgen -c $CONNS -size $SIZE -dup 0 -stamp"
+echo "config: $DB inbox, workers $WORKERS, batch 200, entity apply on, 1 destination (on: all${ORDER:+, order: $ORDER}) on loopback, kind $kind; loadgen -c $CONNS -size $SIZE -dup 0 -stamp"
 if [[ $DEST == kafka ]]; then
 	start_scheme kafka process-kfake KFAKE_PID "$OUT/kfake" -listen 127.0.0.1:0 -topic hooks -partitions 4
 	KAFKA=$URL
