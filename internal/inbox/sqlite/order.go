@@ -142,14 +142,14 @@ func (s *Store) leaseHeads(ctx context.Context, tx *sql.Tx, owner string, lane i
 		key string
 	}
 	var heads []head
-	err := s.eachTx(ctx, tx, orderedHeads, func(rows *sql.Rows) error {
+	err := s.db.EachRow(ctx, tx, orderedHeads, []any{lane.Source, lane.Destination, lane.Source, lane.Destination, now, now, n}, func(rows *sql.Rows) error {
 		var h head
 		if err := rows.Scan(&h.id, &h.key); err != nil {
 			return err
 		}
 		heads = append(heads, h)
 		return nil
-	}, lane.Source, lane.Destination, lane.Source, lane.Destination, now, now, n)
+	})
 	if err != nil || len(heads) == 0 {
 		return nil, err
 	}
@@ -181,26 +181,6 @@ func (s *Store) leaseHeads(ctx context.Context, tx *sql.Tx, owner string, lane i
 		tasks = append(tasks, inbox.Task{Delivery: d})
 	}
 	return s.withEvents(ctx, tx, tasks)
-}
-
-// eachTx runs query in tx and calls fn for each row.
-func (s *Store) eachTx(ctx context.Context, tx *sql.Tx, query string, fn func(*sql.Rows) error, args ...any) error {
-	st, err := s.db.Stmt(ctx, tx, query)
-	if err != nil {
-		return err
-	}
-	defer st.Close()
-	rows, err := st.QueryContext(ctx, args...)
-	if err != nil {
-		return err
-	}
-	defer rows.Close()
-	for rows.Next() {
-		if err := fn(rows); err != nil {
-			return err
-		}
-	}
-	return rows.Err()
 }
 
 // releaseKey ends the lease of an ordered delivery's key, which owner
