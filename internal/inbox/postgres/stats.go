@@ -107,43 +107,32 @@ func (s *Store) lanes(ctx context.Context) ([]inbox.LaneState, error) {
 	if err := rows.Err(); err != nil {
 		return nil, err
 	}
-	rows, err = s.pool.Query(ctx, pendingDeliveriesQuery)
-	if err != nil {
+	if err := s.countByLane(ctx, pendingDeliveriesQuery, func(st *inbox.LaneState, n int) { st.Pending = n }, byLane); err != nil {
 		return nil, err
 	}
-	for rows.Next() {
-		var (
-			l inbox.Lane
-			n int
-		)
-		if err := rows.Scan(&l.Source, &l.Destination, &n); err != nil {
-			rows.Close()
-			return nil, err
-		}
-		byLane.Get(l).Pending = n
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	rows, err = s.pool.Query(ctx, blockedKeysQuery)
-	if err != nil {
-		return nil, err
-	}
-	for rows.Next() {
-		var (
-			l inbox.Lane
-			n int
-		)
-		if err := rows.Scan(&l.Source, &l.Destination, &n); err != nil {
-			rows.Close()
-			return nil, err
-		}
-		byLane.Get(l).Blocked = n
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
+	if err := s.countByLane(ctx, blockedKeysQuery, func(st *inbox.LaneState, n int) { st.Blocked = n }, byLane); err != nil {
 		return nil, err
 	}
 	return byLane.Sorted(), nil
+}
+
+// countByLane runs query, whose rows are a lane (source, destination) and
+// a count, and sets each lane's count in byLane.
+func (s *Store) countByLane(ctx context.Context, query string, set func(*inbox.LaneState, int), byLane inbox.LaneStates) error {
+	rows, err := s.pool.Query(ctx, query)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var (
+			l inbox.Lane
+			n int
+		)
+		if err := rows.Scan(&l.Source, &l.Destination, &n); err != nil {
+			return err
+		}
+		set(byLane.Get(l), n)
+	}
+	return rows.Err()
 }
