@@ -63,6 +63,15 @@ func scanDelivery(row interface{ Scan(...any) error }) (inbox.Delivery, error) {
 // attempts end or slots free up, so one write transaction records what
 // finished and takes what is due next.
 func (s *Store) Dispatch(ctx context.Context, owner string, lane inbox.Lane, done []inbox.Done, n int, d time.Duration) (inbox.Dispatched, error) {
+	return s.dispatch(ctx, owner, done, n, d, func(tx *sql.Tx, now, until int64) ([]inbox.Task, error) {
+		return s.leaseDeliveries(ctx, tx, owner, lane, n, now, until, false)
+	})
+}
+
+// dispatch records done and then, when n > 0, leases deliveries for d
+// with lease, in one write transaction.
+func (s *Store) dispatch(ctx context.Context, owner string, done []inbox.Done, n int, d time.Duration,
+	lease func(tx *sql.Tx, now, until int64) ([]inbox.Task, error)) (inbox.Dispatched, error) {
 	if err := inbox.CheckDispatch(owner, done); err != nil {
 		return inbox.Dispatched{}, err
 	}
@@ -76,7 +85,7 @@ func (s *Store) Dispatch(ctx context.Context, owner string, lane inbox.Lane, don
 		if n <= 0 {
 			return nil
 		}
-		tasks, err := s.leaseDeliveries(ctx, tx, owner, lane, n, now, sqlitedb.After(now, d), false)
+		tasks, err := lease(tx, now, sqlitedb.After(now, d))
 		out.Tasks = tasks
 		return err
 	})

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/hookgate/hookgate/internal/inbox"
-	"github.com/hookgate/hookgate/internal/sqlitedb"
 )
 
 var (
@@ -103,33 +102,14 @@ const leaseHead = `UPDATE deliveries SET lease_owner = ?, lease_until = ?, seq =
 // DispatchOrdered implements inbox.OrderedDispatcher. SQLite runs one
 // write transaction at a time, so the heads read are the heads leased.
 func (s *Store) DispatchOrdered(ctx context.Context, owner string, lane inbox.Lane, done []inbox.Done, n int, d time.Duration) (inbox.Dispatched, error) {
-	if err := inbox.CheckDispatch(owner, done); err != nil {
-		return inbox.Dispatched{}, err
-	}
-	var out inbox.Dispatched
-	err := s.write(ctx, "dispatch", func(tx *sql.Tx) error {
-		out = inbox.Dispatched{}
-		now := s.now().UnixNano()
-		if err := s.recordDone(ctx, tx, owner, done, now, &out); err != nil {
-			return err
-		}
-		if n <= 0 {
-			return nil
-		}
-		until := sqlitedb.After(now, d)
+	return s.dispatch(ctx, owner, done, n, d, func(tx *sql.Tx, now, until int64) ([]inbox.Task, error) {
 		tasks, err := s.leaseHeads(ctx, tx, owner, lane, n, now, until)
 		if err != nil || len(tasks) == n {
-			out.Tasks = tasks
-			return err
+			return tasks, err
 		}
 		unkeyed, err := s.leaseDeliveries(ctx, tx, owner, lane, n-len(tasks), now, until, true)
-		out.Tasks = append(tasks, unkeyed...)
-		return err
+		return append(tasks, unkeyed...), err
 	})
-	if err != nil {
-		return inbox.Dispatched{}, err
-	}
-	return out, nil
 }
 
 // leaseHeads leases up to n due heads of lane's keys with their events.
