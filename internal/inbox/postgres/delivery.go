@@ -61,6 +61,14 @@ func scanDelivery(row pgx.Row, extra ...any) (inbox.Delivery, error) {
 // attempts end or slots free up, so one transaction records what finished
 // and takes what is due next.
 func (s *Store) Dispatch(ctx context.Context, owner string, lane inbox.Lane, done []inbox.Done, n int, d time.Duration) (inbox.Dispatched, error) {
+	return s.dispatch(ctx, owner, done, n, func(tx pgx.Tx) ([]inbox.Task, error) {
+		return s.leaseDeliveries(ctx, tx, owner, lane, n, d, false)
+	})
+}
+
+// dispatch records done and then, when n > 0, leases deliveries with
+// lease, in one transaction.
+func (s *Store) dispatch(ctx context.Context, owner string, done []inbox.Done, n int, lease func(tx pgx.Tx) ([]inbox.Task, error)) (inbox.Dispatched, error) {
 	if err := inbox.CheckDispatch(owner, done); err != nil {
 		return inbox.Dispatched{}, err
 	}
@@ -76,7 +84,7 @@ func (s *Store) Dispatch(ctx context.Context, owner string, lane inbox.Lane, don
 		if n <= 0 {
 			return nil
 		}
-		tasks, err := s.leaseDeliveries(ctx, tx, owner, lane, n, d, false)
+		tasks, err := lease(tx)
 		out.Tasks = tasks
 		return err
 	})

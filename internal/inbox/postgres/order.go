@@ -121,34 +121,14 @@ ORDER BY e.id`
 
 // DispatchOrdered implements inbox.OrderedDispatcher.
 func (s *Store) DispatchOrdered(ctx context.Context, owner string, lane inbox.Lane, done []inbox.Done, n int, d time.Duration) (inbox.Dispatched, error) {
-	if err := inbox.CheckDispatch(owner, done); err != nil {
-		return inbox.Dispatched{}, err
-	}
-	if len(done) == 0 && n <= 0 {
-		return inbox.Dispatched{}, nil
-	}
-	var out inbox.Dispatched
-	err := s.tx(ctx, "dispatch", func(tx pgx.Tx) error {
-		out = inbox.Dispatched{}
-		if err := s.recordDone(ctx, tx, owner, done, &out); err != nil {
-			return err
-		}
-		if n <= 0 {
-			return nil
-		}
+	return s.dispatch(ctx, owner, done, n, func(tx pgx.Tx) ([]inbox.Task, error) {
 		tasks, err := s.leaseHeads(ctx, tx, owner, lane, n, d)
 		if err != nil || len(tasks) == n {
-			out.Tasks = tasks
-			return err
+			return tasks, err
 		}
 		unkeyed, err := s.leaseDeliveries(ctx, tx, owner, lane, n-len(tasks), d, true)
-		out.Tasks = append(tasks, unkeyed...)
-		return err
+		return append(tasks, unkeyed...), err
 	})
-	if err != nil {
-		return inbox.Dispatched{}, err
-	}
-	return out, nil
 }
 
 // leaseHeads locks up to n due heads of lane's keys and leases them with
