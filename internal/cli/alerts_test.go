@@ -189,12 +189,25 @@ func (s *alertSinks) waitFor(typ string, change notify.Change) notify.Message {
 // each of changes, and nothing else.
 func (s *alertSinks) checkOnce(changes ...string) {
 	s.t.Helper()
+	s.checkOnceThen("", changes...)
+}
+
+// checkOnceThen is checkOnce where a notice of next may also have come
+// after the changes, on any channel: one the gateway may rightly send
+// while the test checks.
+func (s *alertSinks) checkOnceThen(next string, changes ...string) {
+	s.t.Helper()
 	ms, slacked, mailed := s.got()
 	var got []string
 	for _, m := range ms {
 		got = append(got, m.Type+" "+string(m.Change))
 	}
-	if !slices.Equal(got, changes) || slacked != len(changes) || mailed != len(changes) {
+	n := len(changes)
+	if next != "" && len(got) == n+1 && got[n] == next {
+		got = got[:n]
+	}
+	extra := func(count int) bool { return count == n || next != "" && count == n+1 }
+	if !slices.Equal(got, changes) || !extra(slacked) || !extra(mailed) {
 		s.t.Errorf("webhook got %q, Slack %d messages, e-mail %d; want %q on each", got, slacked, mailed, changes)
 	}
 }
@@ -384,5 +397,6 @@ func TestAlertSilenceAndRefusedSignatures(t *testing.T) {
 		t.Fatalf("send: %d %v", st, err)
 	}
 	sinks.waitFor("source.silent", notify.Resolved)
-	sinks.checkOnce("source.silent opened", "source.auth_failures opened", "source.silent resolved")
+	// A second after its last event the source is silent again.
+	sinks.checkOnceThen("source.silent opened", "source.silent opened", "source.auth_failures opened", "source.silent resolved")
 }
