@@ -77,11 +77,13 @@ func (e *Engine) conditions(ctx context.Context, stats inbox.Stats, now time.Tim
 // incident is open. The lane's stored state is the view of the node that
 // wrote it last: a node whose circuit opened keeps that state stored until
 // it tries the lane again, another node's first failure can overwrite an
-// open circuit, and a node whose attempts were in flight when the
-// destination came back records their failures after another node's first
-// success. So the attempts, from whichever node, decide: the destination is
-// back when the attempt that started last succeeded, and still failing
-// while the newest failed_attempts of them failed.
+// open circuit, and a node whose attempt was under way when the
+// destination came back records its failure after another node's
+// success. So the attempts of every node decide, newest (by when they
+// started) first: the destination is back when the newest succeeded, and
+// failing while the newest failed_attempts of them failed. The stored
+// state alone opens an incident only while no attempt on record
+// succeeded.
 func (e *Engine) failing(ctx context.Context, l inbox.LaneState, isOpen bool) bool {
 	threshold := e.opts.Alerts.FailedAttempts
 	stored := l.State == inbox.LanePaused || l.Failures >= threshold
@@ -99,13 +101,23 @@ func (e *Engine) failing(ctx context.Context, l inbox.LaneState, isOpen bool) bo
 	slices.SortStableFunc(recent, func(x, y inbox.Attempt) int { return y.At.Compare(x.At) })
 	failed := 0
 	for _, a := range recent {
-		if a.Error == "" && a.Code >= 200 && a.Code < 300 {
+		if delivered(a) {
 			break
 		}
 		failed++
 	}
-	return failed > 0 && (stored || failed >= threshold)
+	switch {
+	case failed == 0:
+		return false
+	case failed >= threshold:
+		return true
+	default:
+		return stored && !slices.ContainsFunc(recent, delivered)
+	}
 }
+
+// delivered reports whether attempt a was answered with a success.
+func delivered(a inbox.Attempt) bool { return a.Error == "" && a.Code >= 200 && a.Code < 300 }
 
 // recentAttempts is how many of a destination's newest recorded attempts
 // deliveredSince reads: more than one node has in flight when it comes

@@ -299,4 +299,17 @@ func TestFailingSurvivesAnotherNodesView(t *testing.T) {
 		inbox.DeliveryDelivered, time.Time{})
 	b.check(t)
 	equal(t, b.slack.changes(), "destination.failing opened", "destination.recovered resolved")
+
+	// Another node's attempt started after that success but reached the
+	// destination while it was still down, and its circuit is still
+	// open: one failure after a success is not the destination failing.
+	accept(t, b.store, "evt_2")
+	inboxfill.Route(t, b.store, 2, "crm")
+	b.clock.Advance(time.Second)
+	inboxfill.Attempt(t, b.store, lane, inbox.Attempt{EventID: 2, At: b.clock.Now(), Code: 503, Error: "HTTP 503"},
+		inbox.DeliveryPending, b.clock.Now())
+	b.lane(t, inbox.LanePaused, 5)
+	b.check(t)
+	b.check(t)
+	equal(t, b.slack.changes(), "destination.failing opened", "destination.recovered resolved")
 }
