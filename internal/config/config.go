@@ -383,6 +383,11 @@ type Destination struct {
 	// lets the key move on, [OnExhaustedBlock] holds it until an operator
 	// replays the event.
 	OnExhausted string `yaml:"on_exhausted,omitempty"`
+	// Rate is the most deliveries made to this destination by every
+	// node together ("100/s", "6000/m"); absent: no limit. A 429 answer
+	// with a Retry-After holds the destination's deliveries until then,
+	// on every node when Rate is set.
+	Rate Rate `yaml:"rate,omitempty"`
 }
 
 // Signature describes a generic HMAC signature header.

@@ -8,7 +8,8 @@ import (
 // The optional capabilities of a backend, beside Store: callers find them
 // with a type assertion, and a wrapper of a store (the spool's fallback)
 // forwards them by these names. Incidents (incident.go), LaneHolder,
-// AttemptLog and ActivityReader (inbox.go) are the others.
+// AttemptLog and ActivityReader (inbox.go) and RatedDispatcher (rate.go)
+// are the others.
 
 // Leader is implemented by backends that several nodes share: the node
 // that holds the lead runs the periodic sweep, the others skip it. A

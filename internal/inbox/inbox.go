@@ -244,6 +244,10 @@ type Attempt struct {
 type Task struct {
 	Event    Event
 	Delivery Delivery
+	// Delay, in a rated lane (RatedDispatcher), is how long after the
+	// dispatch answered the delivery is to be made: its slot in the
+	// lane's schedule.
+	Delay time.Duration
 }
 
 // Done is the end of one attempt, to record.
@@ -280,6 +284,10 @@ type Dispatched struct {
 	// no longer held (its lease expired and someone else took it, or it
 	// was replayed): their attempt is logged, their state is not changed.
 	Lost []int64
+	// Wait, from a rated dispatch (RatedDispatcher) that leased fewer
+	// than asked because the lane's schedule is full, is how long until
+	// it leases another.
+	Wait time.Duration
 }
 
 // LaneState is the health of one lane, as processing last saw it.

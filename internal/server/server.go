@@ -335,6 +335,7 @@ func (s *Server) workerSources(cfg config.Config, opts Options) (map[string]work
 				Order:         dc.Order,
 				OrderKey:      dc.OrderKey,
 				OnExhausted:   dc.OnExhausted,
+				Rate:          inbox.Rate{Events: dc.Rate.N, Per: dc.Rate.Per},
 			}
 			if opts.BackoffBase > 0 {
 				d.RetryInitial = opts.BackoffBase

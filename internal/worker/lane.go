@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"net/http"
 	"sync"
 	"time"
 
@@ -28,12 +29,19 @@ type lane struct {
 	// ordered, for a destination with order: entity, is the store's
 	// ordered dispatch; nil for any other.
 	ordered inbox.OrderedDispatcher
+	// rated, for a destination with rate:, is the store's rated
+	// dispatch; nil for any other.
+	rated inbox.RatedDispatcher
 	// wake tells the dispatcher that deliveries may be due (an event of
 	// this lane was finished by a worker of this node).
 	wake chan struct{}
 
 	mu      sync.Mutex
 	circuit circuit
+	// hold is when the destination takes deliveries again after it
+	// answered 429 with a Retry-After: the lane leases none before it
+	// (nor, when it is rated, does any other node).
+	hold time.Time
 }
 
 // circuit is a lane's health. After PauseAfter consecutive failed
@@ -60,11 +68,18 @@ type result struct {
 	failure bool
 	// key is the delivery's order key; "" in a lane without order.
 	key string
+	// retryAfter is the wait the destination asked for, if it did.
+	retryAfter time.Duration
 }
 
-// ErrNoOrder is returned by New for a destination with order: entity on
-// a store that cannot keep per-key order.
-var ErrNoOrder = errors.New("worker: the store cannot keep per-key order")
+// Errors New returns for a destination the store cannot serve.
+var (
+	// ErrNoOrder: order: entity on a store that cannot keep per-key
+	// order.
+	ErrNoOrder = errors.New("worker: the store cannot keep per-key order")
+	// ErrNoRate: rate: on a store that cannot keep a rate.
+	ErrNoRate = errors.New("worker: the store cannot keep a destination's rate")
+)
 
 // newLane returns the lane of src's destination d.
 func newLane(p *Pool, src string, d Destination) (*lane, error) {
@@ -91,6 +106,13 @@ func newLane(p *Pool, src string, d Destination) (*lane, error) {
 		}
 		l.ordered = od
 	}
+	if d.Rate.Events > 0 {
+		rd, ok := p.opts.Store.(inbox.RatedDispatcher)
+		if !ok {
+			return nil, fmt.Errorf("source %s destination %s: %w", src, d.Name, ErrNoRate)
+		}
+		l.rated = rd
+	}
 	return l, nil
 }
 
@@ -111,11 +133,14 @@ func (l *lane) restore(st inbox.LaneState) {
 }
 
 // room is how many deliveries the lane may lease with inFlight of its
-// own running: none while paused, one probe once the pause is over and
-// nothing runs, else what max_in_flight leaves.
+// own running: none while paused or held by a Retry-After, one probe once
+// the pause is over and nothing runs, else what max_in_flight leaves.
 func (l *lane) room(inFlight int) int {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if l.p.opts.Now().Before(l.hold) {
+		return 0
+	}
 	if l.circuit.state == inbox.LanePaused {
 		if inFlight > 0 || l.p.opts.Now().Before(l.circuit.until) {
 			return 0
@@ -147,6 +172,8 @@ func (l *lane) run(ctx context.Context) {
 		// poll: deliveries may be due (woken, a slot freed, or Idle
 		// passed); lingered: the linger after an ended attempt is over.
 		poll, lingered, lingering, stopping = true, false, false, false
+		// rateWait is when a rated lane's schedule has a slot again.
+		rateWait time.Duration
 	)
 	idle := time.NewTimer(l.p.opts.Idle)
 	defer idle.Stop()
@@ -162,7 +189,8 @@ func (l *lane) run(ctx context.Context) {
 		switch {
 		case work && ready:
 			lingered, lingering = false, false
-			tasks, err := l.dispatch(store, owner, pending, free)
+			tasks, wait, err := l.dispatch(store, owner, pending, free)
+			rateWait = wait
 			switch {
 			case err != nil && stopping:
 				l.p.logs.Error("recording deliveries at shutdown", "source", l.key.Source, "destination", l.key.Destination, "err", err)
@@ -189,7 +217,7 @@ func (l *lane) run(ctx context.Context) {
 			return
 		}
 		if !poll {
-			idle.Reset(l.p.opts.Idle)
+			idle.Reset(l.nextPoll(rateWait))
 		}
 		done, lingerC := ctx.Done(), linger.C
 		if stopping {
@@ -235,7 +263,16 @@ func (l *lane) round(ctx context.Context) (int, error) {
 		// The attempts of the last pass are recorded in the write that
 		// leases the next.
 		n := l.room(0)
-		tasks, err := l.dispatch(ctx, owner, ended, n)
+		tasks, wait, err := l.dispatch(ctx, owner, ended, n)
+		if err == nil && len(tasks) == 0 && wait > 0 {
+			// Due deliveries wait for the rate: the round waits with
+			// them.
+			ended = nil
+			err = sleep(ctx, wait)
+			if err == nil {
+				continue
+			}
+		}
 		if err != nil || len(tasks) == 0 {
 			return made, err
 		}
@@ -246,27 +283,36 @@ func (l *lane) round(ctx context.Context) (int, error) {
 		}
 		wg.Wait()
 		made += len(tasks)
-		if len(tasks) < n {
-			_, err := l.dispatch(ctx, owner, ended, 0)
+		if len(tasks) < n && wait == 0 {
+			_, _, err := l.dispatch(ctx, owner, ended, 0)
 			return made, err
 		}
 	}
 }
 
 // dispatch records the ended attempts, moves the circuit, and leases up
-// to n due deliveries, in one call to the store.
-func (l *lane) dispatch(ctx context.Context, owner string, ended []result, n int) ([]inbox.Task, error) {
+// to n due deliveries, in one call to the store. It returns, for a rated
+// lane whose schedule had fewer slots, when it has one again.
+func (l *lane) dispatch(ctx context.Context, owner string, ended []result, n int) ([]inbox.Task, time.Duration, error) {
 	done := make([]inbox.Done, len(ended))
 	for i, r := range ended {
 		done[i] = r.done
 	}
 	dispatch := l.p.opts.Store.Dispatch
-	if l.ordered != nil {
+	switch {
+	case l.rated != nil:
+		l.mu.Lock()
+		rl := inbox.RateLimit{Rate: l.dest.Rate, Hold: l.hold, Ordered: l.ordered != nil}
+		l.mu.Unlock()
+		dispatch = func(ctx context.Context, owner string, lane inbox.Lane, done []inbox.Done, n int, d time.Duration) (inbox.Dispatched, error) {
+			return l.rated.DispatchRated(ctx, owner, lane, done, n, d, rl)
+		}
+	case l.ordered != nil:
 		dispatch = l.ordered.DispatchOrdered
 	}
 	out, err := dispatch(ctx, owner, l.key, done, n, l.p.opts.Lease)
 	if err != nil {
-		return nil, fmt.Errorf("dispatch %s/%s: %w", l.key.Source, l.key.Destination, err)
+		return nil, 0, fmt.Errorf("dispatch %s/%s: %w", l.key.Source, l.key.Destination, err)
 	}
 	if len(out.Lost) > 0 {
 		l.p.lost("delivery", out.Lost)
@@ -276,13 +322,34 @@ func (l *lane) dispatch(ctx context.Context, owner string, ended []result, n int
 			l.p.died(st.ID, st.Source, metrics.DeadDelivery, st.Error)
 		}
 	}
-	return out.Tasks, nil
+	return out.Tasks, out.Wait, nil
+}
+
+// nextPoll is how long the lane waits before it looks for due
+// deliveries again when nothing wakes it: Idle, or less when its
+// schedule has a slot again (rateWait) or a Retry-After ends sooner.
+func (l *lane) nextPoll(rateWait time.Duration) time.Duration {
+	next := l.p.opts.Idle
+	if rateWait > 0 {
+		next = min(next, rateWait)
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if held := l.hold.Sub(l.p.opts.Now()); held > 0 {
+		next = min(next, held)
+	}
+	return next
 }
 
 // try makes one delivery attempt of t and judges the destination's health
 // by it before the attempt is recorded, so that the next lease already
 // sees a circuit its failures opened.
 func (l *lane) try(ctx context.Context, t inbox.Task) result {
+	if t.Delay > 0 {
+		// A rated lane's slot: the attempt is made then, or at once
+		// when the node stops (its lease is held until it is recorded).
+		_ = sleep(ctx, t.Delay)
+	}
 	r := l.attempt(ctx, t)
 	l.observe(ctx, r)
 	return r
@@ -325,6 +392,7 @@ func (l *lane) attempt(ctx context.Context, t inbox.Task) (r result) {
 // attempts remain, else failed for good.
 func (l *lane) failed(r result, n int, msg string, retryable bool, retryAfter time.Duration) result {
 	r.failure = retryable
+	r.retryAfter = retryAfter
 	limit := maxAttempts(l.dest)
 	switch {
 	case !retryable:
@@ -364,6 +432,13 @@ func (l *lane) observe(ctx context.Context, r result) {
 	l.mu.Lock()
 	c, was := l.circuit, l.circuit.state
 	now := l.p.opts.Now()
+	if r.done.Attempt.Code == http.StatusTooManyRequests && r.retryAfter > 0 {
+		// The destination says when it takes deliveries again: none is
+		// leased before then.
+		if until := now.Add(min(r.retryAfter, l.p.maxDelay(l.dest))); until.After(l.hold) {
+			l.hold = until
+		}
+	}
 	if r.done.Status == inbox.DeliveryDelivered {
 		c.state, c.failures, c.until, c.keys = inbox.LaneHealthy, 0, time.Time{}, nil
 	} else {
@@ -410,12 +485,29 @@ func (l *lane) pauseFor() time.Duration {
 // retryDelay is the delay before retrying d after its n-th failed
 // attempt, which asked to wait retryAfter.
 func (p *Pool) retryDelay(d Destination, n int, retryAfter time.Duration) time.Duration {
-	initial, maxDelay := d.RetryInitial, d.RetryMaxDelay
+	initial := d.RetryInitial
 	if initial <= 0 {
 		initial = p.opts.BackoffBase
 	}
-	if maxDelay <= 0 {
-		maxDelay = p.opts.BackoffMax
+	return deliver.NextDelay(n, initial, p.maxDelay(d), retryAfter, p.opts.Rand)
+}
+
+// maxDelay caps d's backoff and the wait its Retry-After asks for.
+func (p *Pool) maxDelay(d Destination) time.Duration {
+	if d.RetryMaxDelay > 0 {
+		return d.RetryMaxDelay
 	}
-	return deliver.NextDelay(n, initial, maxDelay, retryAfter, p.opts.Rand)
+	return p.opts.BackoffMax
+}
+
+// sleep waits d, or until ctx ends (returning its error).
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }

@@ -100,6 +100,10 @@ type Destination struct {
 	// OnExhaustedBlock: what an ordered key does when one of its
 	// deliveries fails for good.
 	OnExhausted string
+	// Rate, when set, limits the deliveries to this destination, from
+	// every node that shares the store together; the store must be an
+	// inbox.RatedDispatcher.
+	Rate inbox.Rate
 }
 
 // wants reports whether d is for an event of type typ applied as a.

@@ -29,6 +29,7 @@ func ExerciseNodes(t *testing.T, newDatabase func(t *testing.T, clock *Clock) (o
 		{"IncidentRace", testNodesIncidentRace},
 		{"IncidentRestart", testNodesIncidentRestart},
 		{"OrderedRace", testNodesOrderedRace},
+		{"RatedRace", testNodesRatedRace},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -87,6 +87,7 @@ func Exercise(t *testing.T, newStore func(t *testing.T, clock *Clock) inbox.Stor
 		{"ReplayFailedTo", testReplayFailedTo},
 		{"OrderedHeads", testOrderedHeads},
 		{"OrderedBlock", testOrderedBlock},
+		{"Rated", testRated},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

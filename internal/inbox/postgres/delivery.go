@@ -61,18 +61,18 @@ func scanDelivery(row pgx.Row, extra ...any) (inbox.Delivery, error) {
 // attempts end or slots free up, so one transaction records what finished
 // and takes what is due next.
 func (s *Store) Dispatch(ctx context.Context, owner string, lane inbox.Lane, done []inbox.Done, n int, d time.Duration) (inbox.Dispatched, error) {
-	return s.dispatch(ctx, owner, done, n, func(tx pgx.Tx) ([]inbox.Task, error) {
-		return s.leaseDeliveries(ctx, tx, owner, lane, n, d, false)
-	})
+	return s.dispatch(ctx, owner, lane, done, n, d, nil)
 }
 
-// dispatch records done and then, when n > 0, leases deliveries with
-// lease, in one transaction.
-func (s *Store) dispatch(ctx context.Context, owner string, done []inbox.Done, n int, lease func(tx pgx.Tx) ([]inbox.Task, error)) (inbox.Dispatched, error) {
+// dispatch records done and then, when n > 0, leases up to n deliveries
+// for d (each the head of its key when the lane is ordered, no more than
+// the lane's schedule has slots when it is rated), in one transaction.
+func (s *Store) dispatch(ctx context.Context, owner string, lane inbox.Lane, done []inbox.Done, n int, d time.Duration, rl *inbox.RateLimit) (inbox.Dispatched, error) {
 	if err := inbox.CheckDispatch(owner, done); err != nil {
 		return inbox.Dispatched{}, err
 	}
-	if len(done) == 0 && n <= 0 {
+	rated := rl != nil && rl.Rate.Events > 0
+	if len(done) == 0 && n <= 0 && (!rated || rl.Hold.IsZero()) {
 		return inbox.Dispatched{}, nil
 	}
 	var out inbox.Dispatched
@@ -81,11 +81,22 @@ func (s *Store) dispatch(ctx context.Context, owner string, done []inbox.Done, n
 		if err := s.recordDone(ctx, tx, owner, done, &out); err != nil {
 			return err
 		}
+		lease := func(n int) (int, error) {
+			var err error
+			if rl != nil && rl.Ordered {
+				out.Tasks, err = s.leaseOrdered(ctx, tx, owner, lane, n, d)
+			} else {
+				out.Tasks, err = s.leaseDeliveries(ctx, tx, owner, lane, n, d, false)
+			}
+			return len(out.Tasks), err
+		}
+		if rated {
+			return s.leaseRated(ctx, tx, lane, *rl, n, lease, &out)
+		}
 		if n <= 0 {
 			return nil
 		}
-		tasks, err := lease(tx)
-		out.Tasks = tasks
+		_, err := lease(n)
 		return err
 	})
 	if err != nil {

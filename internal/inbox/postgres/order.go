@@ -121,14 +121,18 @@ ORDER BY e.id`
 
 // DispatchOrdered implements inbox.OrderedDispatcher.
 func (s *Store) DispatchOrdered(ctx context.Context, owner string, lane inbox.Lane, done []inbox.Done, n int, d time.Duration) (inbox.Dispatched, error) {
-	return s.dispatch(ctx, owner, done, n, func(tx pgx.Tx) ([]inbox.Task, error) {
-		tasks, err := s.leaseHeads(ctx, tx, owner, lane, n, d)
-		if err != nil || len(tasks) == n {
-			return tasks, err
-		}
-		unkeyed, err := s.leaseDeliveries(ctx, tx, owner, lane, n-len(tasks), d, true)
-		return append(tasks, unkeyed...), err
-	})
+	return s.dispatch(ctx, owner, lane, done, n, d, &inbox.RateLimit{Ordered: true})
+}
+
+// leaseOrdered leases up to n due heads of lane's keys, then deliveries
+// without a key.
+func (s *Store) leaseOrdered(ctx context.Context, tx pgx.Tx, owner string, lane inbox.Lane, n int, d time.Duration) ([]inbox.Task, error) {
+	tasks, err := s.leaseHeads(ctx, tx, owner, lane, n, d)
+	if err != nil || len(tasks) == n {
+		return tasks, err
+	}
+	unkeyed, err := s.leaseDeliveries(ctx, tx, owner, lane, n-len(tasks), d, true)
+	return append(tasks, unkeyed...), err
 }
 
 // leaseHeads locks up to n due heads of lane's keys and leases them with

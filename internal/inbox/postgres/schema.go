@@ -18,7 +18,7 @@ const migrationLock int64 = 0x686f6f6b67617465 // "hookgate"
 // migrations are the schema versions in order; migrations[i] is version
 // i+1. They are forward-only: a released version is never edited, a
 // change is a new one.
-var migrations = []string{schemaV1, schemaV2, schemaV3, schemaV4, schemaV5, schemaV6, schemaV7, schemaV8}
+var migrations = []string{schemaV1, schemaV2, schemaV3, schemaV4, schemaV5, schemaV6, schemaV7, schemaV8, schemaV9}
 
 // schemaV1 is the first schema. Times are timestamptz; '-infinity' stands
 // for "none" (no lease, no next attempt, not processed), so the columns

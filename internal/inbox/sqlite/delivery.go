@@ -63,15 +63,14 @@ func scanDelivery(row interface{ Scan(...any) error }) (inbox.Delivery, error) {
 // attempts end or slots free up, so one write transaction records what
 // finished and takes what is due next.
 func (s *Store) Dispatch(ctx context.Context, owner string, lane inbox.Lane, done []inbox.Done, n int, d time.Duration) (inbox.Dispatched, error) {
-	return s.dispatch(ctx, owner, done, n, d, func(tx *sql.Tx, now, until int64) ([]inbox.Task, error) {
-		return s.leaseDeliveries(ctx, tx, owner, lane, n, now, until, false)
-	})
+	return s.dispatch(ctx, owner, lane, done, n, d, nil)
 }
 
-// dispatch records done and then, when n > 0, leases deliveries for d
-// with lease, in one write transaction.
-func (s *Store) dispatch(ctx context.Context, owner string, done []inbox.Done, n int, d time.Duration,
-	lease func(tx *sql.Tx, now, until int64) ([]inbox.Task, error)) (inbox.Dispatched, error) {
+// dispatch records done and then, when n > 0, leases up to n deliveries
+// for d (each the head of its key when the lane is ordered, no more than
+// the lane's schedule has slots when it is rated), in one write
+// transaction.
+func (s *Store) dispatch(ctx context.Context, owner string, lane inbox.Lane, done []inbox.Done, n int, d time.Duration, rl *inbox.RateLimit) (inbox.Dispatched, error) {
 	if err := inbox.CheckDispatch(owner, done); err != nil {
 		return inbox.Dispatched{}, err
 	}
@@ -82,11 +81,23 @@ func (s *Store) dispatch(ctx context.Context, owner string, done []inbox.Done, n
 		if err := s.recordDone(ctx, tx, owner, done, now, &out); err != nil {
 			return err
 		}
+		lease := func(n int) (int, error) {
+			var err error
+			until := sqlitedb.After(now, d)
+			if rl != nil && rl.Ordered {
+				out.Tasks, err = s.leaseOrdered(ctx, tx, owner, lane, n, now, until)
+			} else {
+				out.Tasks, err = s.leaseDeliveries(ctx, tx, owner, lane, n, now, until, false)
+			}
+			return len(out.Tasks), err
+		}
+		if rl != nil && rl.Rate.Events > 0 {
+			return s.leaseRated(ctx, tx, lane, *rl, n, now, lease, &out)
+		}
 		if n <= 0 {
 			return nil
 		}
-		tasks, err := lease(tx, now, sqlitedb.After(now, d))
-		out.Tasks = tasks
+		_, err := lease(n)
 		return err
 	})
 	if err != nil {

@@ -99,17 +99,21 @@ const leaseHead = `UPDATE deliveries SET lease_owner = ?, lease_until = ?, seq =
 	WHERE event_id = ? AND destination = ?
 	RETURNING ` + deliveryFields
 
-// DispatchOrdered implements inbox.OrderedDispatcher. SQLite runs one
-// write transaction at a time, so the heads read are the heads leased.
+// DispatchOrdered implements inbox.OrderedDispatcher.
 func (s *Store) DispatchOrdered(ctx context.Context, owner string, lane inbox.Lane, done []inbox.Done, n int, d time.Duration) (inbox.Dispatched, error) {
-	return s.dispatch(ctx, owner, done, n, d, func(tx *sql.Tx, now, until int64) ([]inbox.Task, error) {
-		tasks, err := s.leaseHeads(ctx, tx, owner, lane, n, now, until)
-		if err != nil || len(tasks) == n {
-			return tasks, err
-		}
-		unkeyed, err := s.leaseDeliveries(ctx, tx, owner, lane, n-len(tasks), now, until, true)
-		return append(tasks, unkeyed...), err
-	})
+	return s.dispatch(ctx, owner, lane, done, n, d, &inbox.RateLimit{Ordered: true})
+}
+
+// leaseOrdered leases up to n due heads of lane's keys, then deliveries
+// without a key. SQLite runs one write transaction at a time, so the
+// heads read are the heads leased.
+func (s *Store) leaseOrdered(ctx context.Context, tx *sql.Tx, owner string, lane inbox.Lane, n int, now, until int64) ([]inbox.Task, error) {
+	tasks, err := s.leaseHeads(ctx, tx, owner, lane, n, now, until)
+	if err != nil || len(tasks) == n {
+		return tasks, err
+	}
+	unkeyed, err := s.leaseDeliveries(ctx, tx, owner, lane, n-len(tasks), now, until, true)
+	return append(tasks, unkeyed...), err
 }
 
 // leaseHeads leases up to n due heads of lane's keys with their events.

@@ -144,6 +144,7 @@ var inboxSteps = []sqlitedb.Step{
 	sqlitedb.Exec("keep incidents and their notices", incidentsSchema),
 	sqlitedb.Exec("keep per-key order of deliveries", orderSchema),
 	sqlitedb.Exec("record how events came and keep reconciliation checkpoints", reconcileSchema),
+	sqlitedb.Exec("keep the schedules of rated lanes", rateSchema),
 }
 
 // activitySchema keeps what the console reads besides the lists. An
