@@ -152,6 +152,7 @@ func New(opts Options) (http.Handler, error) {
 	mux.Handle("POST /ui/sources/{name}/test", c.signedIn(c.sendTest))
 	mux.Handle("GET /ui/destinations/{name}", c.signedIn(c.destinationPage))
 	mux.Handle("POST /ui/destinations/{name}/hold", c.signedIn(c.hold))
+	mux.Handle("POST /ui/destinations/{name}/skip", c.signedIn(c.skip))
 	mux.Handle("GET /ui/incidents", c.signedIn(c.incidentsPage))
 	mux.Handle("GET /ui/reconcile", c.signedIn(c.reconcilePage))
 	mux.Handle("GET /ui/tail", c.signedIn(c.tailPage))

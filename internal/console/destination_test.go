@@ -255,3 +255,52 @@ func (b *bundle) acceptVersion(id, v string) int64 {
 }
 
 func itoa(id int64) string { return strconv.FormatInt(id, 10) }
+
+// An ordered destination's page lists the keys it holds behind a
+// delivery that failed for good, each with its event; Skip, only with the
+// session's CSRF token, lets the key move on.
+func TestDestinationPageSkipsABlockedKey(t *testing.T) {
+	t.Parallel()
+	b := setup(t, console.Options{Sources: twoDestinations})
+	ctx := t.Context()
+	ids := b.accept("stripe", "", jsonID, "evt_k1", "evt_k2")
+	if _, err := b.store.Lease(ctx, "w", 10, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	results := make([]inbox.Result, len(ids))
+	for i, id := range ids {
+		results[i] = inbox.Result{ID: id, Status: inbox.StatusProcessed, Destinations: []string{"app"},
+			OrderKeys: map[string]string{"app": "cus_<1>"}}
+	}
+	if err := b.store.Finish(ctx, "w", results); err != nil {
+		t.Fatal(err)
+	}
+	lane := inbox.Lane{Source: "stripe", Destination: "app"}
+	if _, err := b.store.DispatchOrdered(ctx, "d", lane, nil, 10, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	failed := inbox.Done{Status: inbox.DeliveryFailed, Block: true,
+		Attempt: inbox.Attempt{EventID: ids[0], Destination: "app", At: b.clock.Now(), Code: 400, Error: "refused"}}
+	if _, err := b.store.DispatchOrdered(ctx, "d", lane, []inbox.Done{failed}, 0, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	csrf := b.signIn()
+	body := b.get("/ui/destinations/app")
+	for _, want := range []string{"<h2>Blocked keys</h2>", `<td class="mono">cus_&lt;1&gt;</td>`,
+		`<a href="/ui/events/` + itoa(ids[0]) + `">`, `action="/ui/destinations/app/skip"`} {
+		if !strings.Contains(body, want) {
+			t.Errorf("destination page lacks %s", want)
+		}
+	}
+	skip := url.Values{"source": {"stripe"}, "key": {"cus_<1>"}}
+	b.wantCode(http.MethodPost, "/ui/destinations/app/skip", skip, http.StatusForbidden)
+	skip.Set("csrf", csrf)
+	b.wantCode(http.MethodPost, "/ui/destinations/app/skip", skip, http.StatusSeeOther)
+	if body := b.get("/ui/destinations/app"); !strings.Contains(body, "Key cus_&lt;1&gt; of stripe skipped") || strings.Contains(body, "<h2>Blocked keys</h2>") {
+		t.Errorf("after Skip the page says:\n%.3000s", body)
+	}
+	out, err := b.store.DispatchOrdered(ctx, "d", lane, nil, 10, time.Minute)
+	if err != nil || len(out.Tasks) != 1 || out.Tasks[0].Event.ID != ids[1] || out.Tasks[0].Delivery.Skipped != 1 {
+		t.Fatalf("after Skip: %+v, %v; want the key's next delivery, with one skipped", out.Tasks, err)
+	}
+}

@@ -35,7 +35,20 @@ type destinationData struct {
 	Attempts []inbox.Attempt
 	// Incidents are the destination's open incidents.
 	Incidents []incidentRow
+	// Blocked are the keys its ordered lanes hold behind a delivery that
+	// failed for good, up to BlockedShown per lane.
+	Blocked []blockedKey
 }
+
+// blockedKey is a blocked key of one of the destination's lanes.
+type blockedKey struct {
+	Source string
+	inbox.BlockedKey
+}
+
+// BlockedShown is how many blocked keys of one lane a destination's page
+// lists.
+const BlockedShown = 100
 
 // destinationPage shows one destination (by name, across the sources that
 // deliver to it): its lanes' state, circuit and pending deliveries, its
@@ -64,6 +77,20 @@ func (c *console) destinationPage(w http.ResponseWriter, r *http.Request, sess *
 		return &httpError{code: http.StatusNotFound, msg: "no destination " + name}
 	}
 	d.Held = !slices.ContainsFunc(d.Lanes, func(l destinationLane) bool { return !l.Held })
+	if skipper, ok := c.store.(inbox.OrderSkipper); ok {
+		for _, l := range d.Lanes {
+			if l.Blocked == 0 {
+				continue
+			}
+			keys, err := skipper.BlockedKeys(r.Context(), inbox.Lane{Source: l.Source, Destination: name}, BlockedShown)
+			if err != nil {
+				return err
+			}
+			for _, k := range keys {
+				d.Blocked = append(d.Blocked, blockedKey{Source: l.Source, BlockedKey: k})
+			}
+		}
+	}
 	d.Incidents = c.openIncidents(r.Context(), func(i inbox.Incident) bool { return i.Destination == name })
 	_, d.CanHold = c.store.(inbox.LaneHolder)
 	if log, ok := c.store.(inbox.AttemptLog); ok {
@@ -113,6 +140,31 @@ func (c *console) hold(w http.ResponseWriter, r *http.Request, sess *session) er
 	text := fmt.Sprintf("Delivery to %s resumed: its deliveries are made again.", name)
 	if held {
 		text = fmt.Sprintf("Delivery to %s paused on every node: its deliveries wait until it is resumed; attempts already under way end.", name)
+	}
+	sess.setFlash(&flash{Text: text})
+	http.Redirect(w, r, "/ui/destinations/"+url.PathEscape(name), http.StatusSeeOther)
+	return nil
+}
+
+// skip lets a blocked key of one of the destination's ordered lanes move
+// on: its failed delivery stays failed, its next delivery is made.
+func (c *console) skip(w http.ResponseWriter, r *http.Request, sess *session) error {
+	name := r.PathValue("name")
+	skipper, ok := c.store.(inbox.OrderSkipper)
+	if !ok {
+		return &httpError{code: http.StatusNotImplemented, msg: "this store keeps no per-key order"}
+	}
+	source, key := r.PostForm.Get("source"), r.PostForm.Get("key")
+	if source == "" || key == "" {
+		return badRequest("skip: want the key's source and the key")
+	}
+	skipped, err := skipper.SkipKey(r.Context(), inbox.Lane{Source: source, Destination: name}, key)
+	if err != nil {
+		return err
+	}
+	text := fmt.Sprintf("Key %s of %s skipped: its next delivery to %s is made, saying one was skipped.", key, source, name)
+	if !skipped {
+		text = fmt.Sprintf("Key %s of %s was not blocked (already skipped, or its event replayed).", key, source)
 	}
 	sess.setFlash(&flash{Text: text})
 	http.Redirect(w, r, "/ui/destinations/"+url.PathEscape(name), http.StatusSeeOther)

@@ -20,6 +20,7 @@
 //	POST /ui/sources/{name}/test         send the provider's example event through the intake
 //	GET  /ui/destinations/{name}         a destination's lanes, circuit, pending and attempts
 //	POST /ui/destinations/{name}/hold    pause (held=1) or resume (held=0) its delivery
+//	POST /ui/destinations/{name}/skip    let a blocked key of an ordered lane move on
 //	GET  /ui/tail                        new events as they arrive (server-sent events)
 //
 // Every list reads one page through an index (List pages by id), so the

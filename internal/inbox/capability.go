@@ -83,4 +83,15 @@ type OrderSkipper interface {
 	// event dead) and counts as skipped, and the key's next delivery is
 	// made. It reports whether the key was blocked.
 	SkipKey(ctx context.Context, lane Lane, key string) (bool, error)
+	// BlockedKeys lists up to limit blocked keys of lane, by key, each
+	// with the event whose delivery blocks it.
+	BlockedKeys(ctx context.Context, lane Lane, limit int) ([]BlockedKey, error)
+}
+
+// BlockedKey is a key of an ordered lane held by a delivery that failed
+// for good (on_exhausted: block).
+type BlockedKey struct {
+	Key string
+	// EventID is the inbox id of the event whose delivery failed.
+	EventID int64
 }

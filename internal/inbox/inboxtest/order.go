@@ -132,7 +132,8 @@ func skippedOf(tasks []inbox.Task) []int {
 // testOrderedBlock: with Block, a delivery that failed for good holds its
 // key: Stats counts the key as blocked and nothing more of it is leased,
 // while other keys go on. A replay of the event makes it the key's head
-// again, before the deliveries that waited; SkipKey passes over it.
+// again, before the deliveries that waited; BlockedKeys lists the key
+// with its event, and SkipKey passes over it.
 func testOrderedBlock(b *bundle) {
 	b.ordered()
 	skipper, ok := b.store.(inbox.OrderSkipper)
@@ -174,11 +175,17 @@ func testOrderedBlock(b *bundle) {
 	if len(got) != 0 {
 		b.t.Fatalf("leased %v from a blocked key", leased(got))
 	}
+	if keys, err := skipper.BlockedKeys(b.ctx, app, 10); err != nil || len(keys) != 1 || keys[0] != (inbox.BlockedKey{Key: "K", EventID: k1}) {
+		b.t.Fatalf("BlockedKeys: %v, %v; want K blocked by %d", keys, err, k1)
+	}
 	if ok, err := skipper.SkipKey(b.ctx, app, "K"); err != nil || !ok {
 		b.t.Fatalf("SkipKey: %v, %v; want true", ok, err)
 	}
 	if ok, err := skipper.SkipKey(b.ctx, app, "K"); err != nil || ok {
 		b.t.Fatalf("SkipKey of a key not blocked: %v, %v; want false", ok, err)
+	}
+	if keys, err := skipper.BlockedKeys(b.ctx, app, 10); err != nil || len(keys) != 0 {
+		b.t.Fatalf("BlockedKeys after the skip: %v, %v; want none", keys, err)
 	}
 	got = b.dispatchOrdered("n1", app, 10)
 	if len(got) != 1 || got[0].Delivery.EventID != k2 || got[0].Delivery.Sequence != 2 || got[0].Delivery.Skipped != 1 {

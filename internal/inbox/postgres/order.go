@@ -225,3 +225,17 @@ func (s *Store) SkipKey(ctx context.Context, lane inbox.Lane, key string) (bool,
 // blockedKeysQuery counts the blocked keys of each lane.
 const blockedKeysQuery = `SELECT source, destination, count(*) FROM inbox_order_keys
 	WHERE blocked > 0 GROUP BY source, destination`
+
+// BlockedKeys implements inbox.OrderSkipper.
+func (s *Store) BlockedKeys(ctx context.Context, lane inbox.Lane, limit int) ([]inbox.BlockedKey, error) {
+	rows, err := s.pool.Query(ctx, `SELECT key, blocked FROM inbox_order_keys
+		WHERE source = $1 AND destination = $2 AND blocked > 0 ORDER BY key LIMIT $3`, lane.Source, lane.Destination, limit)
+	if err != nil {
+		return nil, inbox.Fail(ctx, "blocked keys", err)
+	}
+	keys, err := pgx.CollectRows(rows, pgx.RowToStructByPos[inbox.BlockedKey])
+	if err != nil {
+		return nil, inbox.Fail(ctx, "blocked keys", err)
+	}
+	return keys, nil
+}

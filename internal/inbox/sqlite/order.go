@@ -200,3 +200,21 @@ func (s *Store) SkipKey(ctx context.Context, lane inbox.Lane, key string) (bool,
 	})
 	return skipped, err
 }
+
+// BlockedKeys implements inbox.OrderSkipper.
+func (s *Store) BlockedKeys(ctx context.Context, lane inbox.Lane, limit int) ([]inbox.BlockedKey, error) {
+	var out []inbox.BlockedKey
+	err := s.each(ctx, `SELECT key, blocked FROM order_keys INDEXED BY order_keys_blocked
+		WHERE source = ? AND destination = ? AND blocked > 0 ORDER BY key LIMIT ?`, func(rows *sql.Rows) error {
+		var k inbox.BlockedKey
+		if err := rows.Scan(&k.Key, &k.EventID); err != nil {
+			return err
+		}
+		out = append(out, k)
+		return nil
+	}, lane.Source, lane.Destination, limit)
+	if err != nil {
+		return nil, inbox.Fail(ctx, "blocked keys", err)
+	}
+	return out, nil
+}
