@@ -359,10 +359,6 @@ type Destination struct {
 	// in flight at once: 1 to [MaxInFlightLimit]; [DefaultMaxInFlight]
 	// when absent.
 	MaxInFlight int `yaml:"max_in_flight"`
-	// Batch, on an HTTP destination, sends up to Batch.Max events in one
-	// POST (a JSON array), and makes MaxInFlight count batches. Absent:
-	// one event per POST.
-	Batch *DeliveryBatch `yaml:"batch,omitempty"`
 	// PauseAfter is how many failed attempts in a row (timeouts,
 	// connection errors, 408, 429, 5xx; a refusal does not count) pause
 	// the destination: for PauseFor no delivery to it is made, so no
@@ -387,6 +383,10 @@ type Destination struct {
 	// lets the key move on, [OnExhaustedBlock] holds it until an operator
 	// replays the event.
 	OnExhausted string `yaml:"on_exhausted,omitempty"`
+	// Batch, on an HTTP destination, sends up to Batch.Max events in one
+	// POST (a JSON array), and makes MaxInFlight count batches. Absent:
+	// one event per POST.
+	Batch *DeliveryBatch `yaml:"batch,omitempty"`
 }
 
 // Signature describes a generic HMAC signature header.
