@@ -336,6 +336,9 @@ func (s *Server) workerSources(cfg config.Config, opts Options) (map[string]work
 				OrderKey:      dc.OrderKey,
 				OnExhausted:   dc.OnExhausted,
 			}
+			if dc.Batch != nil {
+				d.BatchMax, d.BatchWait = dc.Batch.Max, time.Duration(dc.Batch.Wait)
+			}
 			if opts.BackoffBase > 0 {
 				d.RetryInitial = opts.BackoffBase
 			}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"slices"
 	"sync"
 	"time"
 
@@ -25,6 +26,8 @@ type lane struct {
 	// posting to dest.
 	send  deliver.Sender
 	limit int
+	// batch, for a destination with BatchMax, sends its batches.
+	batch deliver.BatchSender
 	// ordered, for a destination with order: entity, is the store's
 	// ordered dispatch; nil for any other.
 	ordered inbox.OrderedDispatcher
@@ -66,6 +69,10 @@ type result struct {
 // a store that cannot keep per-key order.
 var ErrNoOrder = errors.New("worker: the store cannot keep per-key order")
 
+// ErrNoBatch is returned by New for a destination with BatchMax whose
+// sender cannot send batches.
+var ErrNoBatch = errors.New("worker: the destination cannot take batches")
+
 // newLane returns the lane of src's destination d.
 func newLane(p *Pool, src string, d Destination) (*lane, error) {
 	n := d.MaxInFlight
@@ -90,6 +97,13 @@ func newLane(p *Pool, src string, d Destination) (*lane, error) {
 			return nil, fmt.Errorf("source %s destination %s: order key: %w", src, d.Name, err)
 		}
 		l.ordered = od
+	}
+	if d.BatchMax > 0 {
+		bs, ok := send.(deliver.BatchSender)
+		if !ok {
+			return nil, fmt.Errorf("source %s destination %s: %w", src, d.Name, ErrNoBatch)
+		}
+		l.batch = bs
 	}
 	return l, nil
 }
@@ -137,13 +151,16 @@ const lingerFor = 2 * time.Millisecond
 // records them and returns.
 func (l *lane) run(ctx context.Context) {
 	owner := l.p.name + ":" + l.key.Source + "/" + l.key.Destination
-	results := make(chan result, l.limit)
+	results := make(chan []result, l.limit)
 	store, cancel := l.p.afterStop(ctx)
 	defer cancel()
 	half := max(l.limit/2, 1)
 	var (
 		pending  []result
 		inFlight int
+		gathered gathering
+		// overdue: the gathered deliveries have waited long enough.
+		overdue bool
 		// poll: deliveries may be due (woken, a slot freed, or Idle
 		// passed); lingered: the linger after an ended attempt is over.
 		poll, lingered, lingering, stopping = true, false, false, false
@@ -152,17 +169,28 @@ func (l *lane) run(ctx context.Context) {
 	defer idle.Stop()
 	linger := time.NewTimer(lingerFor)
 	defer linger.Stop()
+	gather := time.NewTimer(0)
+	defer gather.Stop()
+	launch := func(batches [][]inbox.Task) {
+		for _, b := range batches {
+			inFlight++
+			go func() { results <- l.ship(store, b) }()
+		}
+	}
 	for {
+		launch(gathered.take(l, nil, stopping || overdue))
+		overdue = false
 		free := 0
 		if poll && !stopping {
 			free = l.room(inFlight)
 		}
-		work := len(pending) > 0 || free > 0
+		want := gathered.room(l, free)
+		work := len(pending) > 0 || want > 0
 		ready := stopping || inFlight == 0 || lingered || len(pending) >= half || free >= half
 		switch {
 		case work && ready:
 			lingered, lingering = false, false
-			tasks, err := l.dispatch(store, owner, pending, free)
+			tasks, err := l.dispatch(store, owner, pending, want)
 			switch {
 			case err != nil && stopping:
 				l.p.logs.Error("recording deliveries at shutdown", "source", l.key.Source, "destination", l.key.Destination, "err", err)
@@ -173,11 +201,8 @@ func (l *lane) run(ctx context.Context) {
 				poll = false
 			default:
 				pending = pending[:0]
-				poll = free > 0 && len(tasks) == free
-				for _, t := range tasks {
-					inFlight++
-					go func() { results <- l.try(store, t) }()
-				}
+				poll = want > 0 && len(tasks) == want
+				launch(gathered.take(l, tasks, false))
 			}
 		case work && !lingering:
 			linger.Reset(lingerFor)
@@ -191,27 +216,33 @@ func (l *lane) run(ctx context.Context) {
 		if !poll {
 			idle.Reset(l.p.opts.Idle)
 		}
-		done, lingerC := ctx.Done(), linger.C
+		done, lingerC, gatherC := ctx.Done(), linger.C, (<-chan time.Time)(nil)
 		if stopping {
 			done = nil
 		}
 		if !lingering {
 			lingerC = nil
 		}
+		if len(gathered.tasks) > 0 {
+			gather.Reset(gathered.due(l).Sub(l.p.opts.Now()))
+			gatherC = gather.C
+		}
 		select {
-		case r := <-results:
+		case rs := <-results:
 			inFlight--
-			pending = append(pending, r)
+			pending = append(pending, rs...)
 			for more := true; more; {
 				select {
-				case r := <-results:
+				case rs := <-results:
 					inFlight--
-					pending = append(pending, r)
+					pending = append(pending, rs...)
 				default:
 					more = false
 				}
 			}
 			poll = true
+		case <-gatherC:
+			overdue = true
 		case <-lingerC:
 			lingered, lingering = true, false
 		case <-l.wake:
@@ -234,17 +265,20 @@ func (l *lane) round(ctx context.Context) (int, error) {
 	for {
 		// The attempts of the last pass are recorded in the write that
 		// leases the next.
-		n := l.room(0)
+		var g gathering
+		n := g.room(l, l.room(0))
 		tasks, err := l.dispatch(ctx, owner, ended, n)
 		if err != nil || len(tasks) == 0 {
 			return made, err
 		}
-		ended = make([]result, len(tasks))
+		batches := g.take(l, tasks, true)
+		sent := make([][]result, len(batches))
 		var wg sync.WaitGroup
-		for i, t := range tasks {
-			wg.Go(func() { ended[i] = l.try(ctx, t) })
+		for i, b := range batches {
+			wg.Go(func() { sent[i] = l.ship(ctx, b) })
 		}
 		wg.Wait()
+		ended = slices.Concat(sent...)
 		made += len(tasks)
 		if len(tasks) < n {
 			_, err := l.dispatch(ctx, owner, ended, 0)
@@ -264,7 +298,9 @@ func (l *lane) dispatch(ctx context.Context, owner string, ended []result, n int
 	if l.ordered != nil {
 		dispatch = l.ordered.DispatchOrdered
 	}
-	out, err := dispatch(ctx, owner, l.key, done, n, l.p.opts.Lease)
+	// A batch's deliveries are leased as they are gathered: their lease
+	// spans the wait for the others too.
+	out, err := dispatch(ctx, owner, l.key, done, n, l.p.opts.Lease+l.dest.BatchWait)
 	if err != nil {
 		return nil, fmt.Errorf("dispatch %s/%s: %w", l.key.Source, l.key.Destination, err)
 	}
@@ -302,13 +338,7 @@ func (l *lane) attempt(ctx context.Context, t inbox.Task) (r result) {
 			r = l.failed(r, n, fmt.Sprintf("panic: %v", v), true, 0)
 		}
 	}()
-	var applied inbox.Applied
-	if t.Event.Applied != nil {
-		applied = *t.Event.Applied
-	}
-	m := message(&t.Event, applied)
-	withOrder(&m, t.Delivery)
-	out := l.send.Send(ctx, m)
+	out := l.send.Send(ctx, taskMessage(t))
 	if out.Duration == 0 {
 		out.Duration = l.p.opts.Now().Sub(at)
 	}
@@ -343,11 +373,15 @@ func (l *lane) failed(r result, n int, msg string, retryable bool, retryAfter ti
 	return r
 }
 
-// observe reports an attempt to the observer and moves the
-// circuit: a delivery closes it, a retryable failure counts towards
-// opening it. A refusal (a 4xx, a redirect) says nothing of the
-// destination's health.
+// observe reports an attempt to the observer and moves the circuit by
+// it.
 func (l *lane) observe(ctx context.Context, r result) {
+	l.count(r)
+	l.judge(ctx, r)
+}
+
+// count reports an attempt to the observer.
+func (l *lane) count(r result) {
 	outcome := metrics.DeliveryDelivered
 	switch r.done.Status {
 	case inbox.DeliveryPending:
@@ -358,6 +392,12 @@ func (l *lane) observe(ctx context.Context, r result) {
 	l.p.observe(func() {
 		l.p.opts.Observer.Delivered(l.key.Source, l.key.Destination, outcome, r.done.Attempt.Duration)
 	})
+}
+
+// judge moves the circuit by an attempt: a delivery closes it, a
+// retryable failure counts towards opening it. A refusal (a 4xx, a
+// redirect) says nothing of the destination's health.
+func (l *lane) judge(ctx context.Context, r result) {
 	if r.done.Status != inbox.DeliveryDelivered && !r.failure {
 		return
 	}

@@ -100,6 +100,13 @@ type Destination struct {
 	// OnExhaustedBlock: what an ordered key does when one of its
 	// deliveries fails for good.
 	OnExhausted string
+	// BatchMax, when more than zero, makes each attempt carry up to
+	// BatchMax events (the Sender must be a deliver.BatchSender), and
+	// MaxInFlight count batches. A batch goes when it is full, or when
+	// the oldest event gathered has waited BatchWait (zero: it goes with
+	// what is due at once).
+	BatchMax  int
+	BatchWait time.Duration
 }
 
 // wants reports whether d is for an event of type typ applied as a.
