@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -163,5 +164,46 @@ func TestBatchNeedsABatchSender(t *testing.T) {
 	b := setup(t, worker.Source{Name: "shop", Destinations: []worker.Destination{dst}})
 	if _, err := worker.New(b.opts); !errors.Is(err, worker.ErrNoBatch) {
 		t.Errorf("New = %v, want ErrNoBatch", err)
+	}
+}
+
+// With order: entity a batch carries at most one event of each key, the
+// key's head, with its position: the keys' next events go in the next
+// batch.
+func TestOrderedBatchCarriesOneEventPerKey(t *testing.T) {
+	t.Parallel()
+	d := newDest(t, nil)
+	dst := batchDest(t, d, 10)
+	dst.Order = worker.OrderEntity
+	b := setup(t, worker.Source{Name: "shop", Destinations: []worker.Destination{dst}})
+	b.start()
+	b.add(event("a", 1, "new"), event("a", 2, "paid"), event("b", 1, "new"), event("a", 3, "sent"), event("b", 2, "paid"))
+	type element struct {
+		Sequence int64 `json:"sequence"`
+		Payload  struct {
+			Order   string `json:"order"`
+			Version int    `json:"version"`
+		} `json:"payload"`
+	}
+	var got []string
+	for range 3 {
+		b.once()
+		calls := d.Calls()
+		if len(calls) == 0 {
+			t.Fatal("no batch")
+		}
+		var elems []element
+		if err := json.Unmarshal([]byte(calls[len(calls)-1].body), &elems); err != nil {
+			t.Fatal(err)
+		}
+		var batch []string
+		for _, e := range elems {
+			batch = append(batch, fmt.Sprintf("%s%d@%d", e.Payload.Order, e.Payload.Version, e.Sequence))
+		}
+		slices.Sort(batch)
+		got = append(got, strings.Join(batch, " "))
+	}
+	if want := []string{"a1@1 b1@1", "a2@2 b2@2", "a3@3"}; strings.Join(got, " | ") != strings.Join(want, " | ") {
+		t.Errorf("batches %q, want %q", got, want)
 	}
 }
