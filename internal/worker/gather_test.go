@@ -207,3 +207,38 @@ func TestOrderedBatchCarriesOneEventPerKey(t *testing.T) {
 		t.Errorf("batches %q, want %q", got, want)
 	}
 }
+
+// The deliveries a batch gathers are leased for the wait as well as the
+// lease: with a wait longer than the lease, the lane (or another node)
+// does not take them again while they wait, so the batch carries each
+// once.
+func TestBatchLeaseOutlastsTheWait(t *testing.T) {
+	t.Parallel()
+	d := newDest(t, nil)
+	dst := batchDest(t, d, 10)
+	dst.BatchWait = 2 * time.Second
+	b := setup(t, worker.Source{Name: "shop", Destinations: []worker.Destination{dst}})
+	b.clock.Set(time.Time{})
+	b.opts.Lease, b.opts.Idle = time.Second, 20*time.Millisecond
+	p := b.start()
+	b.add(event("a", 1, "new"), event("b", 1, "new"), event("c", 1, "new"))
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	runErr := make(chan error, 1)
+	go func() { runErr <- p.Run(ctx) }()
+	p.Notify()
+	waitFor(t, time.Minute, func() bool { return len(d.Calls()) > 0 })
+	cancel()
+	select {
+	case err := <-runErr:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("Run did not return after its context ended")
+	}
+	calls := d.Calls()
+	if ids := batchIDs(t, calls[0]); len(calls) != 1 || len(ids) != 3 || ids[0] == ids[1] || ids[1] == ids[2] || ids[0] == ids[2] {
+		t.Errorf("%d batches, the first of %q; want one of the 3 events, each once", len(calls), ids)
+	}
+}
