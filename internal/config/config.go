@@ -355,9 +355,9 @@ type Destination struct {
 	// RetryMaxDelay caps the backoff, and the wait a Retry-After header
 	// of the destination can ask for; [DefaultRetryMaxDelay] when absent.
 	RetryMaxDelay Duration `yaml:"retry_max_delay"`
-	// MaxInFlight is how many deliveries to this destination one node has
-	// in flight at once: 1 to [MaxInFlightLimit]; [DefaultMaxInFlight]
-	// when absent.
+	// MaxInFlight is how many deliveries (batches, with Batch) to this
+	// destination one node has in flight at once: 1 to
+	// [MaxInFlightLimit]; [DefaultMaxInFlight] when absent.
 	MaxInFlight int `yaml:"max_in_flight"`
 	// PauseAfter is how many failed attempts in a row (timeouts,
 	// connection errors, 408, 429, 5xx; a refusal does not count) pause

@@ -78,8 +78,9 @@ type Destination struct {
 	// destination's Retry-After, never more than RetryMaxDelay. Zero
 	// means the pool's BackoffBase and BackoffMax.
 	RetryInitial, RetryMaxDelay time.Duration
-	// MaxInFlight bounds this destination's deliveries in flight across
-	// all the pool's workers; zero means DefaultMaxInFlight.
+	// MaxInFlight bounds this destination's deliveries (its batches,
+	// with BatchMax) in flight across all the pool's workers; zero means
+	// DefaultMaxInFlight.
 	MaxInFlight int
 	// PauseAfter is how many failed attempts in a row (timeouts, 5xx,
 	// 429, connection errors; not refusals) pause the destination: for
