@@ -21,6 +21,11 @@
 #   ORDER=        the destination's order: (entity: per-key order over the
 #                 100 orders, one delivery of an order at a time; see
 #                 docs/delivery.md); empty delivers without order
+#   BATCH=        with DEST=http, the destination's batch.max: up to BATCH
+#                 events in one POST (docs/delivery.md#batches); empty sends
+#                 one event per POST. Run once with and once without to set
+#                 the batched deliveries/s beside the plain ones
+#   BATCH_WAIT=50ms  the destination's batch.wait, with BATCH
 #
 # It builds hookgate, loadgen and sink into bench/out/ and starts the sink
 # (bench/sink) once. Each phase starts `hookgate serve` on a fresh database
@@ -102,6 +107,8 @@ DB=${DB:-sqlite}
 PGURL=${PGURL:-postgres://postgres@127.0.0.1:5432/postgres}
 DEST=${DEST:-http}
 ORDER=${ORDER:-}
+BATCH=${BATCH:-}
+BATCH_WAIT=${BATCH_WAIT:-50ms}
 NATS_URL=${NATS_URL:-nats://127.0.0.1:4222}
 AMQP_URL=${AMQP_URL:-amqp://guest@127.0.0.1:5672/}
 AMQP_PASSWORD=${AMQP_PASSWORD:-guest}
@@ -148,6 +155,14 @@ http | nats | amqp | kafka) ;;
 	exit 2
 	;;
 esac
+if [[ -n $BATCH && ! ($BATCH =~ ^[0-9]+$ && $BATCH -ge 1 && $BATCH -le 1000) ]]; then
+	echo "BATCH=$BATCH: want 1 to 1000 events, or nothing" >&2
+	exit 2
+fi
+if [[ -n $BATCH && $DEST != http ]]; then
+	echo "BATCH=$BATCH: only DEST=http takes batches" >&2
+	exit 2
+fi
 
 cleanup() {
 	local pid db
@@ -245,6 +260,7 @@ sources:
 $(dest_config)
         on: all
 ${ORDER:+        order: $ORDER
+}${BATCH:+        batch: {max: $BATCH, wait: $BATCH_WAIT\}
 }        timeout: ${3:-10s}
 EOF
 	start "process-hookgate-$1" HOOKGATE_PID "$OUT/hookgate" serve --config "$dir/hookgate.yaml" --log-level warn
@@ -361,7 +377,7 @@ if [[ $DEST == kafka ]]; then
 	go build -o "$OUT/kfake" ./bench/kfake
 	kind="kafka (bench/kfake: kfake in a process of its own, not a real Kafka broker)"
 fi
-echo "config: $DB inbox, workers $WORKERS, batch 200, entity apply on, 1 destination (on: all${ORDER:+, order: $ORDER}) on loopback, kind $kind; loadgen -c $CONNS -size $SIZE -dup 0 -stamp"
+echo "config: $DB inbox, workers $WORKERS, batch 200, entity apply on, 1 destination (on: all${ORDER:+, order: $ORDER}${BATCH:+, batch: max $BATCH wait $BATCH_WAIT}) on loopback, kind $kind; loadgen -c $CONNS -size $SIZE -dup 0 -stamp"
 if [[ $DEST == kafka ]]; then
 	start_scheme kafka process-kfake KFAKE_PID "$OUT/kfake" -listen 127.0.0.1:0 -topic hooks -partitions 4
 	KAFKA=$URL
@@ -451,7 +467,7 @@ else
 	echo "phase 1, drain of a full inbox: not run with DEST=$DEST (the sink cannot hold back a broker's messages)"
 fi
 jq -r --arg db "$DB" --arg dest "$DEST" --argjson tail "$tail_s" "$cpu"'
-	"phase 2, throughput, intake and processing overlapping (\($db), \($dest)): \(.[1].distinct) events (\(.[1].deliveries) deliveries, \(.[1].deliveries - .[1].distinct) repeated)",
+	"phase 2, throughput, intake and processing overlapping (\($db), \($dest)): \(.[1].distinct) events (\(.[1].deliveries) deliveries, \(.[1].deliveries - .[1].distinct) repeated\(if .[1].batches > 0 then ", in \(.[1].batches) batches" else "" end))",
 	"  loadgen accepted       \(.[0].accepted_per_s | floor) events/s (\(.[0].seconds * 100 | round / 100) s, intake p99 \(.[0].p99_ms * 100 | round / 100) ms)",
 	"  sink delivered         \(.[1].per_s | floor) events/s (first to last delivery: \(.[1].seconds * 100 | round / 100) s), \(.[1].per_s / .[0].accepted_per_s * 100 | round / 100) x accepted/s  (target >= 0.9)",
 	"  tail after intake end  \($tail * 1000 | round) ms",

@@ -11,9 +11,12 @@
 // nanoseconds at which loadgen -stamp sent the event to the gateway, the
 // delivery's latency is its time of receipt minus that send time: the time
 // from sending to the gateway to delivery at the destination, on the same
-// clock. Deliveries without it count as "unstamped".
+// clock. Deliveries without it count as "unstamped". A batch (a POST
+// with webhook-batch-count) counts as one delivery per element of its
+// JSON array, each element's webhook_id its id and its payload its body,
+// and is counted in batches.
 //
-// GET /stats returns the counts as JSON: deliveries, distinct, unstamped,
+// GET /stats returns the counts as JSON: deliveries, batches, distinct, unstamped,
 // first_at and last_at (RFC 3339, "" before the first delivery), seconds
 // (last_at - first_at), per_s (deliveries / seconds; 0 while seconds is 0)
 // the latency p50_ms, p99_ms and max_ms over all stamped deliveries, and

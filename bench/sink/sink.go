@@ -19,6 +19,10 @@ const maxBody = 1 << 20
 // key, the same on every attempt.
 const headerWebhookID = "webhook-id"
 
+// headerBatchCount marks a batch: a JSON array of events, each with its
+// webhook_id and payload (docs/delivery.md#batches).
+const headerBatchCount = "webhook-batch-count"
+
 // sink counts deliveries and their latencies.
 type sink struct {
 	now func() time.Time
@@ -32,6 +36,7 @@ type sink struct {
 	gate        chan struct{}
 	held        int
 	deliveries  int
+	batches     int
 	unstamped   int
 	ids         map[string]struct{}
 	latencies   []time.Duration
@@ -62,8 +67,9 @@ func (s *sink) handler() http.Handler {
 	return mux
 }
 
-// deliver records one delivery and answers 204. While the sink holds, it
-// first waits for the release: the delivery counts as received then.
+// deliver records one delivery, or each event of a batch as a delivery,
+// and answers 204. While the sink holds, it first waits for the release:
+// the delivery counts as received then.
 func (s *sink) deliver(w http.ResponseWriter, r *http.Request) {
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBody))
 	if err != nil {
@@ -78,7 +84,22 @@ func (s *sink) deliver(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "request ended while held", http.StatusServiceUnavailable)
 		return
 	}
-	s.record(r.Header.Get(headerWebhookID), body)
+	if r.Header.Get(headerBatchCount) == "" {
+		s.record(r.Header.Get(headerWebhookID), body)
+		w.WriteHeader(http.StatusNoContent)
+		return
+	}
+	events := gjson.ParseBytes(body)
+	if !events.IsArray() {
+		http.Error(w, "a batch is a JSON array", http.StatusBadRequest)
+		return
+	}
+	s.mu.Lock()
+	s.batches++
+	s.mu.Unlock()
+	for _, e := range events.Array() {
+		s.record(e.Get("webhook_id").String(), []byte(e.Get("payload").Raw))
+	}
 	w.WriteHeader(http.StatusNoContent)
 }
 
@@ -162,6 +183,7 @@ func (s *sink) release() {
 // stats is the body of GET /stats.
 type stats struct {
 	Deliveries int     `json:"deliveries"`
+	Batches    int     `json:"batches"`
 	Distinct   int     `json:"distinct"`
 	Unstamped  int     `json:"unstamped"`
 	Held       int     `json:"held"`
@@ -176,7 +198,7 @@ type stats struct {
 
 func (s *sink) stats() stats {
 	s.mu.Lock()
-	st := stats{Deliveries: s.deliveries, Distinct: len(s.ids), Unstamped: s.unstamped, Held: s.held}
+	st := stats{Deliveries: s.deliveries, Batches: s.batches, Distinct: len(s.ids), Unstamped: s.unstamped, Held: s.held}
 	first, last := s.first, s.last
 	lat := slices.Clone(s.latencies)
 	s.mu.Unlock()
@@ -201,7 +223,7 @@ func (s *sink) stats() stats {
 func (s *sink) reset() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.deliveries, s.unstamped = 0, 0
+	s.deliveries, s.batches, s.unstamped = 0, 0, 0
 	s.ids = make(map[string]struct{})
 	s.latencies = nil
 	s.first, s.last = time.Time{}, time.Time{}

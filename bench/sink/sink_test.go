@@ -102,6 +102,27 @@ func TestStats(t *testing.T) {
 	}
 }
 
+// A batch counts one delivery per event, with each event's latency.
+func TestBatch(t *testing.T) {
+	t.Parallel()
+	h, c := setup(t)
+	c.set(base.Add(time.Second))
+	body := fmt.Sprintf(`[{"webhook_id":"a","payload":%s},{"webhook_id":"b","payload":%s},{"webhook_id":"a","payload":{"id":"plain"}}]`,
+		stamped(750*time.Millisecond), stamped(500*time.Millisecond))
+	req := httptest.NewRequest(http.MethodPost, "/hooks/app", strings.NewReader(body))
+	req.Header.Set(headerWebhookID, "batch_1")
+	req.Header.Set(headerBatchCount, "3")
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	if rec.Code != http.StatusNoContent {
+		t.Fatalf("batch = %d, want 204", rec.Code)
+	}
+	st := getStats(t, h)
+	if st.Deliveries != 3 || st.Batches != 1 || st.Distinct != 2 || st.Unstamped != 1 || st.MaxMs != 500 || st.P50Ms != 250 {
+		t.Errorf("after a batch of 3: %+v, want 3 deliveries of 2 events in 1 batch, latencies 250 and 500 ms", st)
+	}
+}
+
 func TestLatencyFromSendTime(t *testing.T) {
 	t.Parallel()
 	h, c := setup(t)

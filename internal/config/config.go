@@ -355,9 +355,9 @@ type Destination struct {
 	// RetryMaxDelay caps the backoff, and the wait a Retry-After header
 	// of the destination can ask for; [DefaultRetryMaxDelay] when absent.
 	RetryMaxDelay Duration `yaml:"retry_max_delay"`
-	// MaxInFlight is how many deliveries to this destination one node has
-	// in flight at once: 1 to [MaxInFlightLimit]; [DefaultMaxInFlight]
-	// when absent.
+	// MaxInFlight is how many deliveries (batches, with Batch) to this
+	// destination one node has in flight at once: 1 to
+	// [MaxInFlightLimit]; [DefaultMaxInFlight] when absent.
 	MaxInFlight int `yaml:"max_in_flight"`
 	// PauseAfter is how many failed attempts in a row (timeouts,
 	// connection errors, 408, 429, 5xx; a refusal does not count) pause
@@ -388,6 +388,10 @@ type Destination struct {
 	// with a Retry-After holds the destination's deliveries until then,
 	// on every node when Rate is set.
 	Rate Rate `yaml:"rate,omitempty"`
+	// Batch, on an HTTP destination, sends up to Batch.Max events in one
+	// POST (a JSON array), and makes MaxInFlight count batches. Absent:
+	// one event per POST.
+	Batch *DeliveryBatch `yaml:"batch,omitempty"`
 }
 
 // Signature describes a generic HMAC signature header.

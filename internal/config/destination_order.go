@@ -23,8 +23,9 @@ const (
 )
 
 // orderHeaders are the delivery headers that carry a key's position and
-// skips; a destination's static headers cannot set them.
-var orderHeaders = []string{"webhook-sequence", "webhook-skipped"}
+// skips, and a batch's count of events; a destination's static headers
+// cannot set them.
+var orderHeaders = []string{"webhook-sequence", "webhook-skipped", "webhook-batch-count"}
 
 // checkOrder checks order, order_key and on_exhausted: order_key and
 // on_exhausted need order: entity, and order_key reads what a stored

@@ -460,6 +460,7 @@ func (d Destination) check() []*FieldError {
 	}
 	d.checkKind(add)
 	errs = append(errs, d.checkOrder()...)
+	errs = append(errs, d.checkBatch()...)
 	if v := d.Secret.Value(); v != "" && !validWebhookSecret(v) {
 		add("secret", "%w: want a Standard Webhooks secret, whsec_ and base64 (the value is not shown)", ErrSecret)
 	}

@@ -124,7 +124,7 @@ func New(hc *http.Client) *Client {
 // Deliver makes one attempt to deliver m to d.
 func (c *Client) Deliver(ctx context.Context, d Destination, m Message) Outcome {
 	start := c.now()
-	out := c.deliver(ctx, d, m)
+	out, _ := c.deliver(ctx, d, m, 0)
 	out.Duration = c.now().Sub(start)
 	return out
 }
@@ -151,15 +151,19 @@ var reserved = map[string]bool{
 	http.CanonicalHeaderKey(verify.HeaderWebhookTimestamp): true,
 	http.CanonicalHeaderKey(HeaderSequence):                true,
 	http.CanonicalHeaderKey(HeaderSkipped):                 true,
+	http.CanonicalHeaderKey(HeaderBatchCount):              true,
 }
 
-func (c *Client) deliver(ctx context.Context, d Destination, m Message) Outcome {
+// deliver makes one attempt to deliver m to d. Of a 2xx answer it also
+// returns the start of the body, up to keep bytes and one more (so that
+// a longer body shows), for a caller that reads the answer.
+func (c *Client) deliver(ctx context.Context, d Destination, m Message, keep int) (Outcome, []byte) {
 	for k, v := range d.Headers {
 		// net/http refuses these too, but as an error of the attempt, which
 		// would be retried; a header is wrong on every attempt. The value
 		// is not shown: it may be a credential.
 		if !validHeaderName(k) || !validHeaderValue(v) {
-			return Outcome{Err: fmt.Errorf("deliver to %s: header %q: invalid name or value", d.Name, k)}
+			return Outcome{Err: fmt.Errorf("deliver to %s: header %q: invalid name or value", d.Name, k)}, nil
 		}
 	}
 	timeout := d.Timeout
@@ -170,7 +174,7 @@ func (c *Client) deliver(ctx context.Context, d Destination, m Message) Outcome 
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, d.URL, bytes.NewReader(m.Payload))
 	if err != nil {
-		return Outcome{Err: fmt.Errorf("deliver to %s: %w", d.Name, redactError(err, d.URL))}
+		return Outcome{Err: fmt.Errorf("deliver to %s: %w", d.Name, redactError(err, d.URL))}, nil
 	}
 	ct := m.ContentType
 	if ct == "" {
@@ -192,7 +196,7 @@ func (c *Client) deliver(ctx context.Context, d Destination, m Message) Outcome 
 	req.Header.Set(verify.HeaderWebhookID, m.WebhookID)
 	if d.Signer != nil {
 		if err := d.Signer.Sign(req, m.Payload); err != nil {
-			return Outcome{Err: fmt.Errorf("deliver to %s: sign: %w", d.Name, err)}
+			return Outcome{Err: fmt.Errorf("deliver to %s: sign: %w", d.Name, err)}, nil
 		}
 	}
 	resp, err := c.http.Do(req)
@@ -200,25 +204,31 @@ func (c *Client) deliver(ctx context.Context, d Destination, m Message) Outcome 
 		// Timeouts, refused and reset connections: the destination may
 		// come back; a context the caller cancelled is retried too, as the
 		// event was not delivered.
-		return Outcome{Retryable: true, Err: fmt.Errorf("deliver to %s: %w", d.Name, redactError(err, d.URL))}
+		return Outcome{Retryable: true, Err: fmt.Errorf("deliver to %s: %w", d.Name, redactError(err, d.URL))}, nil
 	}
 	defer resp.Body.Close()
-	head, _ := io.ReadAll(io.LimitReader(resp.Body, bodySize))
+	ok := resp.StatusCode >= 200 && resp.StatusCode < 300
+	read := bodySize
+	if ok && keep >= bodySize {
+		read = keep + 1
+	}
+	raw, _ := io.ReadAll(io.LimitReader(resp.Body, int64(read)))
 	// The rest is read, up to a bound, so the connection can carry the
 	// next delivery.
-	io.Copy(io.Discard, io.LimitReader(resp.Body, drainSize-bodySize))
+	io.Copy(io.Discard, io.LimitReader(resp.Body, max(drainSize-int64(len(raw)), 0)))
+	head := raw[:min(len(raw), bodySize)]
 	// A body cut at bodySize may end in the middle of a character, which
 	// is not the destination's fault; a shorter one is whole.
 	cut := len(head) == bodySize
 	out := Outcome{Code: resp.StatusCode, Body: scrub(text(head, bodySize, cut), req.URL)}
 	switch {
-	case resp.StatusCode >= 200 && resp.StatusCode < 300:
+	case ok:
 		out.Delivered = true
-		return out
+		return out, raw
 	case resp.StatusCode >= 300 && resp.StatusCode < 400 && resp.Header.Get("Location") != "":
 		out.Err = fmt.Errorf("deliver to %s: destination answered %d to %s; configure the final URL",
 			d.Name, resp.StatusCode, location(resp))
-		return out
+		return out, nil
 	}
 	out.Retryable = Retryable(resp.StatusCode)
 	out.RetryAfter = RetryAfter(resp.Header.Get("Retry-After"), c.now())
@@ -227,7 +237,7 @@ func (c *Client) deliver(ctx context.Context, d Destination, m Message) Outcome 
 		msg += ": " + s
 	}
 	out.Err = errors.New(msg)
-	return out
+	return out, nil
 }
 
 // location is a redirect's target for an error message: resolved against

@@ -337,6 +337,9 @@ func (s *Server) workerSources(cfg config.Config, opts Options) (map[string]work
 				OnExhausted:   dc.OnExhausted,
 				Rate:          inbox.Rate{Events: dc.Rate.N, Per: dc.Rate.Per},
 			}
+			if dc.Batch != nil {
+				d.BatchMax, d.BatchWait = dc.Batch.Max, time.Duration(dc.Batch.Wait)
+			}
 			if opts.BackoffBase > 0 {
 				d.RetryInitial = opts.BackoffBase
 			}

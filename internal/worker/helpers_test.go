@@ -58,7 +58,7 @@ type call struct {
 }
 
 // dest is a test destination: answer decides the status of its n-th call
-// (from 1) and may set headers.
+// (from 1) and may set headers, or write the answer itself and return 0.
 type dest struct {
 	URL string
 
@@ -84,7 +84,9 @@ func newDest(t *testing.T, answer func(n int, w http.ResponseWriter) int) *dest 
 		if d.answer != nil {
 			code = d.answer(n, w)
 		}
-		w.WriteHeader(code)
+		if code != 0 {
+			w.WriteHeader(code)
+		}
 	}))
 	t.Cleanup(srv.Close)
 	d.URL = srv.URL

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"net/http"
+	"slices"
 	"sync"
 	"time"
 
@@ -26,6 +27,8 @@ type lane struct {
 	// posting to dest.
 	send  deliver.Sender
 	limit int
+	// batch, for a destination with BatchMax, sends its batches.
+	batch deliver.BatchSender
 	// ordered, for a destination with order: entity, is the store's
 	// ordered dispatch; nil for any other.
 	ordered inbox.OrderedDispatcher
@@ -81,6 +84,10 @@ var (
 	ErrNoRate = errors.New("worker: the store cannot keep a destination's rate")
 )
 
+// ErrNoBatch is returned by New for a destination with BatchMax whose
+// sender cannot send batches.
+var ErrNoBatch = errors.New("worker: the destination cannot take batches")
+
 // newLane returns the lane of src's destination d.
 func newLane(p *Pool, src string, d Destination) (*lane, error) {
 	n := d.MaxInFlight
@@ -112,6 +119,13 @@ func newLane(p *Pool, src string, d Destination) (*lane, error) {
 			return nil, fmt.Errorf("source %s destination %s: %w", src, d.Name, ErrNoRate)
 		}
 		l.rated = rd
+	}
+	if d.BatchMax > 0 {
+		bs, ok := send.(deliver.BatchSender)
+		if !ok {
+			return nil, fmt.Errorf("source %s destination %s: %w", src, d.Name, ErrNoBatch)
+		}
+		l.batch = bs
 	}
 	return l, nil
 }
@@ -162,13 +176,16 @@ const lingerFor = 2 * time.Millisecond
 // records them and returns.
 func (l *lane) run(ctx context.Context) {
 	owner := l.p.name + ":" + l.key.Source + "/" + l.key.Destination
-	results := make(chan result, l.limit)
+	results := make(chan []result, l.limit)
 	store, cancel := l.p.afterStop(ctx)
 	defer cancel()
 	half := max(l.limit/2, 1)
 	var (
 		pending  []result
 		inFlight int
+		gathered gathering
+		// overdue: the gathered deliveries have waited long enough.
+		overdue bool
 		// poll: deliveries may be due (woken, a slot freed, or Idle
 		// passed); lingered: the linger after an ended attempt is over.
 		poll, lingered, lingering, stopping = true, false, false, false
@@ -179,17 +196,28 @@ func (l *lane) run(ctx context.Context) {
 	defer idle.Stop()
 	linger := time.NewTimer(lingerFor)
 	defer linger.Stop()
+	gather := time.NewTimer(0)
+	defer gather.Stop()
+	launch := func(batches [][]inbox.Task) {
+		for _, b := range batches {
+			inFlight++
+			go func() { results <- l.ship(store, b) }()
+		}
+	}
 	for {
+		launch(gathered.take(l, nil, stopping || overdue))
+		overdue = false
 		free := 0
 		if poll && !stopping {
 			free = l.room(inFlight)
 		}
-		work := len(pending) > 0 || free > 0
+		want := gathered.room(l, free)
+		work := len(pending) > 0 || want > 0
 		ready := stopping || inFlight == 0 || lingered || len(pending) >= half || free >= half
 		switch {
 		case work && ready:
 			lingered, lingering = false, false
-			tasks, wait, err := l.dispatch(store, owner, pending, free)
+			tasks, wait, err := l.dispatch(store, owner, pending, want)
 			rateWait = wait
 			switch {
 			case err != nil && stopping:
@@ -201,11 +229,8 @@ func (l *lane) run(ctx context.Context) {
 				poll = false
 			default:
 				pending = pending[:0]
-				poll = free > 0 && len(tasks) == free
-				for _, t := range tasks {
-					inFlight++
-					go func() { results <- l.try(store, t) }()
-				}
+				poll = want > 0 && len(tasks) == want
+				launch(gathered.take(l, tasks, false))
 			}
 		case work && !lingering:
 			linger.Reset(lingerFor)
@@ -219,27 +244,33 @@ func (l *lane) run(ctx context.Context) {
 		if !poll {
 			idle.Reset(l.nextPoll(rateWait))
 		}
-		done, lingerC := ctx.Done(), linger.C
+		done, lingerC, gatherC := ctx.Done(), linger.C, (<-chan time.Time)(nil)
 		if stopping {
 			done = nil
 		}
 		if !lingering {
 			lingerC = nil
 		}
+		if len(gathered.tasks) > 0 {
+			gather.Reset(gathered.due(l).Sub(l.p.opts.Now()))
+			gatherC = gather.C
+		}
 		select {
-		case r := <-results:
+		case rs := <-results:
 			inFlight--
-			pending = append(pending, r)
+			pending = append(pending, rs...)
 			for more := true; more; {
 				select {
-				case r := <-results:
+				case rs := <-results:
 					inFlight--
-					pending = append(pending, r)
+					pending = append(pending, rs...)
 				default:
 					more = false
 				}
 			}
 			poll = true
+		case <-gatherC:
+			overdue = true
 		case <-lingerC:
 			lingered, lingering = true, false
 		case <-l.wake:
@@ -262,7 +293,8 @@ func (l *lane) round(ctx context.Context) (int, error) {
 	for {
 		// The attempts of the last pass are recorded in the write that
 		// leases the next.
-		n := l.room(0)
+		var g gathering
+		n := g.room(l, l.room(0))
 		tasks, wait, err := l.dispatch(ctx, owner, ended, n)
 		if err == nil && len(tasks) == 0 && wait > 0 {
 			// Due deliveries wait for the rate: the round waits with
@@ -276,12 +308,14 @@ func (l *lane) round(ctx context.Context) (int, error) {
 		if err != nil || len(tasks) == 0 {
 			return made, err
 		}
-		ended = make([]result, len(tasks))
+		batches := g.take(l, tasks, true)
+		sent := make([][]result, len(batches))
 		var wg sync.WaitGroup
-		for i, t := range tasks {
-			wg.Go(func() { ended[i] = l.try(ctx, t) })
+		for i, b := range batches {
+			wg.Go(func() { sent[i] = l.ship(ctx, b) })
 		}
 		wg.Wait()
+		ended = slices.Concat(sent...)
 		made += len(tasks)
 		if len(tasks) < n && wait == 0 {
 			_, _, err := l.dispatch(ctx, owner, ended, 0)
@@ -310,7 +344,9 @@ func (l *lane) dispatch(ctx context.Context, owner string, ended []result, n int
 	case l.ordered != nil:
 		dispatch = l.ordered.DispatchOrdered
 	}
-	out, err := dispatch(ctx, owner, l.key, done, n, l.p.opts.Lease)
+	// A batch's deliveries are leased as they are gathered: their lease
+	// spans the wait for the others too.
+	out, err := dispatch(ctx, owner, l.key, done, n, l.p.opts.Lease+l.dest.BatchWait)
 	if err != nil {
 		return nil, 0, fmt.Errorf("dispatch %s/%s: %w", l.key.Source, l.key.Destination, err)
 	}
@@ -345,11 +381,6 @@ func (l *lane) nextPoll(rateWait time.Duration) time.Duration {
 // by it before the attempt is recorded, so that the next lease already
 // sees a circuit its failures opened.
 func (l *lane) try(ctx context.Context, t inbox.Task) result {
-	if t.Delay > 0 {
-		// A rated lane's slot: the attempt is made then, or at once
-		// when the node stops (its lease is held until it is recorded).
-		_ = sleep(ctx, t.Delay)
-	}
 	r := l.attempt(ctx, t)
 	l.observe(ctx, r)
 	return r
@@ -369,13 +400,7 @@ func (l *lane) attempt(ctx context.Context, t inbox.Task) (r result) {
 			r = l.failed(r, n, fmt.Sprintf("panic: %v", v), true, 0)
 		}
 	}()
-	var applied inbox.Applied
-	if t.Event.Applied != nil {
-		applied = *t.Event.Applied
-	}
-	m := message(&t.Event, applied)
-	withOrder(&m, t.Delivery)
-	out := l.send.Send(ctx, m)
+	out := l.send.Send(ctx, taskMessage(t))
 	if out.Duration == 0 {
 		out.Duration = l.p.opts.Now().Sub(at)
 	}
@@ -411,11 +436,15 @@ func (l *lane) failed(r result, n int, msg string, retryable bool, retryAfter ti
 	return r
 }
 
-// observe reports an attempt to the observer and moves the
-// circuit: a delivery closes it, a retryable failure counts towards
-// opening it. A refusal (a 4xx, a redirect) says nothing of the
-// destination's health.
+// observe reports an attempt to the observer and moves the circuit by
+// it.
 func (l *lane) observe(ctx context.Context, r result) {
+	l.count(r)
+	l.judge(ctx, r)
+}
+
+// count reports an attempt to the observer.
+func (l *lane) count(r result) {
 	outcome := metrics.DeliveryDelivered
 	switch r.done.Status {
 	case inbox.DeliveryPending:
@@ -426,6 +455,12 @@ func (l *lane) observe(ctx context.Context, r result) {
 	l.p.observe(func() {
 		l.p.opts.Observer.Delivered(l.key.Source, l.key.Destination, outcome, r.done.Attempt.Duration)
 	})
+}
+
+// judge moves the circuit by an attempt: a delivery closes it, a
+// retryable failure counts towards opening it. A refusal (a 4xx, a
+// redirect) says nothing of the destination's health.
+func (l *lane) judge(ctx context.Context, r result) {
 	if r.done.Status != inbox.DeliveryDelivered && !r.failure {
 		return
 	}

@@ -78,8 +78,9 @@ type Destination struct {
 	// destination's Retry-After, never more than RetryMaxDelay. Zero
 	// means the pool's BackoffBase and BackoffMax.
 	RetryInitial, RetryMaxDelay time.Duration
-	// MaxInFlight bounds this destination's deliveries in flight across
-	// all the pool's workers; zero means DefaultMaxInFlight.
+	// MaxInFlight bounds this destination's deliveries (its batches,
+	// with BatchMax) in flight across all the pool's workers; zero means
+	// DefaultMaxInFlight.
 	MaxInFlight int
 	// PauseAfter is how many failed attempts in a row (timeouts, 5xx,
 	// 429, connection errors; not refusals) pause the destination: for
@@ -104,6 +105,13 @@ type Destination struct {
 	// every node that shares the store together; the store must be an
 	// inbox.RatedDispatcher.
 	Rate inbox.Rate
+	// BatchMax, when more than zero, makes each attempt carry up to
+	// BatchMax events (the Sender must be a deliver.BatchSender), and
+	// MaxInFlight count batches. A batch goes when it is full, or when
+	// the oldest event gathered has waited BatchWait (zero: it goes with
+	// what is due at once).
+	BatchMax  int
+	BatchWait time.Duration
 }
 
 // wants reports whether d is for an event of type typ applied as a.
