@@ -2,46 +2,54 @@ package cli_test
 
 import (
 	"bufio"
-	"context"
-	"encoding/json"
 	"flag"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
-	"os/signal"
+	"path/filepath"
 	"regexp"
 	"runtime"
 	"strconv"
-	"syscall"
 	"testing"
 	"time"
 
-	"github.com/hookgate/hookgate/internal/cli"
 	"github.com/hookgate/hookgate/internal/testproc"
 )
 
-// runCLIEnv makes the test binary act as the hookgate command, so tests can
-// start real `hookgate serve` processes and kill them.
-const runCLIEnv = "HOOKGATE_TEST_RUN_CLI"
+// hookgateBin is the hookgate command the tests start as child processes
+// (real `hookgate serve` processes they can kill): built once per run.
+var hookgateBin string
 
 func TestMain(m *testing.M) {
-	if v := os.Getenv(runCLIEnv); v != "" {
-		var args []string
-		if err := json.Unmarshal([]byte(v), &args); err != nil {
-			panic(err)
-		}
-		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-		err := cli.Run(ctx, args, os.Stdin, os.Stdout, os.Stderr)
-		stop()
-		if err != nil {
-			os.Stderr.WriteString("hookgate: " + err.Error() + "\n")
-			os.Exit(cli.ExitCode(err))
-		}
-		os.Exit(0)
-	}
 	flag.Parse()
 	parallelForChildren()
-	os.Exit(m.Run())
+	dir, err := os.MkdirTemp("", "hookgate-cli-test")
+	if err != nil {
+		panic(err)
+	}
+	code := 1
+	if hookgateBin, err = buildHookgate(dir); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+	} else {
+		code = m.Run()
+	}
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// buildHookgate builds cmd/hookgate into dir, without the race detector
+// even when this test binary has it: the children then run at full speed
+// (under -race each would take about eight times the CPU, and the process
+// tests start dozens of them), while this binary's own code, and the
+// packages' in-process tests of serve, keep the detector.
+func buildHookgate(dir string) (string, error) {
+	bin := filepath.Join(dir, "hookgate")
+	build := exec.Command("go", "build", "-o", bin, "github.com/hookgate/hookgate/cmd/hookgate")
+	if out, err := build.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("go build hookgate for the process tests: %v\n%s", err, out)
+	}
+	return bin, nil
 }
 
 // parallelForChildren lets more of the package's parallel tests run at once
@@ -66,15 +74,11 @@ type process struct {
 var listenLine = regexp.MustCompile(`hookgate listening on (http://\S+)`)
 
 // command returns the command that runs `hookgate args...` in a child
-// process: the test binary acting as hookgate.
+// process.
 func command(t *testing.T, args ...string) *exec.Cmd {
 	t.Helper()
-	enc, err := json.Marshal(args)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = testproc.Environ(runCLIEnv + "=" + string(enc))
+	cmd := exec.Command(hookgateBin, args...)
+	cmd.Env = testproc.Environ()
 	return cmd
 }
 
