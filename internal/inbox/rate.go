@@ -109,4 +109,9 @@ type RatedDispatcher interface {
 	// most the rate; its Task.Delay says when. Dispatched.Wait says when
 	// the schedule has a slot again, when it had fewer than n.
 	DispatchRated(ctx context.Context, owner string, lane Lane, done []Done, n int, d time.Duration, l RateLimit) (Dispatched, error)
+	// Reslot gives k deliveries leased earlier the lane's next k slots,
+	// as delays from now, in order: their own slots passed while their
+	// node was held up, and made late they would bunch with the
+	// deliveries of the slots after them.
+	Reslot(ctx context.Context, lane Lane, l RateLimit, k int) ([]time.Duration, error)
 }

@@ -3,6 +3,7 @@ package worker
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/hookgate/hookgate/internal/deliver"
@@ -61,17 +62,10 @@ func (g *gathering) take(l *lane, tasks []inbox.Task, all bool) [][]inbox.Task {
 	return out
 }
 
-// ship makes one attempt to deliver b: a batch on a batch destination,
-// its one delivery on another.
-func (l *lane) ship(ctx context.Context, b []inbox.Task) []result {
-	// A rated lane's slots: the attempt is made at the last of its
-	// deliveries' (a batch's events count against the rate), or at once
-	// when the node stops (the leases hold until it is recorded).
-	slot := time.Duration(0)
-	for _, t := range b {
-		slot = max(slot, t.Delay)
-	}
-	_ = sleep(ctx, slot)
+// ship makes one attempt to deliver b, when it is due: a batch on a
+// batch destination, its one delivery on another.
+func (l *lane) ship(ctx context.Context, b []inbox.Task, due time.Time) []result {
+	l.awaitSlot(ctx, len(b), due)
 	if l.batch == nil {
 		return []result{l.try(ctx, b[0])}
 	}
@@ -163,4 +157,42 @@ func taskMessage(t inbox.Task) deliver.Message {
 	m := message(&t.Event, applied)
 	withOrder(&m, t.Delivery)
 	return m
+}
+
+// slotLate is how late past its slot a rated lane's attempt may be made:
+// later, the node was held up (a loaded machine, a pause), and the attempt
+// takes new slots rather than bunch with the ones after its own.
+const slotLate = 10 * time.Millisecond
+
+// dueAt is when the attempt carrying b is due: in a rated lane, at the
+// last of its deliveries' slots (a batch's events count against the
+// rate), which the dispatch that leased them gave from just now; else at
+// once.
+func (l *lane) dueAt(b []inbox.Task) time.Time {
+	slot := time.Duration(0)
+	for _, t := range b {
+		slot = max(slot, t.Delay)
+	}
+	return l.p.opts.Now().Add(slot)
+}
+
+// awaitSlot waits until due; in a rated lane woken more than slotLate
+// after it, it takes k new slots and waits for the last, a few times at
+// most. It returns at once when ctx ends (the node stops: the leases
+// hold until the attempt is recorded).
+func (l *lane) awaitSlot(ctx context.Context, k int, due time.Time) {
+	for retakes := 0; ; retakes++ {
+		if sleep(ctx, due.Sub(l.p.opts.Now())) != nil || l.rated == nil || retakes == 3 {
+			return
+		}
+		if l.p.opts.Now().Sub(due) <= slotLate {
+			return
+		}
+		delays, err := l.rated.Reslot(ctx, l.key, l.rateLimit(), k)
+		if err != nil {
+			l.p.logs.Error("taking new slots", "source", l.key.Source, "destination", l.key.Destination, "err", err)
+			return
+		}
+		due = l.p.opts.Now().Add(slices.Max(delays))
+	}
 }

@@ -201,7 +201,8 @@ func (l *lane) run(ctx context.Context) {
 	launch := func(batches [][]inbox.Task) {
 		for _, b := range batches {
 			inFlight++
-			go func() { results <- l.ship(store, b) }()
+			due := l.dueAt(b)
+			go func() { results <- l.ship(store, b, due) }()
 		}
 	}
 	for {
@@ -312,7 +313,8 @@ func (l *lane) round(ctx context.Context) (int, error) {
 		sent := make([][]result, len(batches))
 		var wg sync.WaitGroup
 		for i, b := range batches {
-			wg.Go(func() { sent[i] = l.ship(ctx, b) })
+			due := l.dueAt(b)
+			wg.Go(func() { sent[i] = l.ship(ctx, b, due) })
 		}
 		wg.Wait()
 		ended = slices.Concat(sent...)
@@ -335,9 +337,7 @@ func (l *lane) dispatch(ctx context.Context, owner string, ended []result, n int
 	dispatch := l.p.opts.Store.Dispatch
 	switch {
 	case l.rated != nil:
-		l.mu.Lock()
-		rl := inbox.RateLimit{Rate: l.dest.Rate, Hold: l.hold, Ordered: l.ordered != nil}
-		l.mu.Unlock()
+		rl := l.rateLimit()
 		dispatch = func(ctx context.Context, owner string, lane inbox.Lane, done []inbox.Done, n int, d time.Duration) (inbox.Dispatched, error) {
 			return l.rated.DispatchRated(ctx, owner, lane, done, n, d, rl)
 		}
@@ -359,6 +359,13 @@ func (l *lane) dispatch(ctx context.Context, owner string, ended []result, n int
 		}
 	}
 	return out.Tasks, out.Wait, nil
+}
+
+// rateLimit is what the rated lane leases under now.
+func (l *lane) rateLimit() inbox.RateLimit {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return inbox.RateLimit{Rate: l.dest.Rate, Hold: l.hold, Ordered: l.ordered != nil}
 }
 
 // nextPoll is how long the lane waits before it looks for due

@@ -60,7 +60,8 @@ func delays(tasks []inbox.Task) []time.Duration {
 // long to wait for its slot, and says when the next slot comes within
 // reach; slots a dispatch could not use stay free; a hold (a
 // destination's Retry-After) gives none before it ends, to any owner; an
-// ordered lane leases its heads under the rate.
+// ordered lane leases its heads under the rate; Reslot gives deliveries
+// leased earlier the next free slots.
 func testRated(b *bundle) {
 	b.rated()
 	b.toDeliverMany("e", 30)
@@ -108,6 +109,15 @@ func testRated(b *bundle) {
 	ordered.Ordered = true
 	if got := b.dispatchRated("n2", 16, ordered); len(got.Tasks) != 5 {
 		b.t.Fatalf("after the hold, ordered: leased %d, want 5", len(got.Tasks))
+	}
+	// Deliveries whose slots passed while their node was held up take
+	// the next free ones.
+	slots, err := b.rated().Reslot(b.ctx, app, r, 2)
+	if err != nil || fmt.Sprint(slots) != ms(125, 150) {
+		b.t.Fatalf("Reslot: %v, %v; want %s", slots, err, ms(125, 150))
+	}
+	if got := b.dispatchRated("n1", 16, r); len(got.Tasks) != 0 || got.Wait != 75*time.Millisecond {
+		b.t.Fatalf("after Reslot: leased %d, wait %v; want none for 75ms", len(got.Tasks), got.Wait)
 	}
 }
 

@@ -26,11 +26,8 @@ func (s *Store) DispatchRated(ctx context.Context, owner string, lane inbox.Lane
 	return s.dispatch(ctx, owner, lane, done, n, d, &l)
 }
 
-// leaseRated leases with lease no more deliveries of lane than its
-// schedule has slots within reach, gives each its slot and stores the
-// schedule. SQLite runs one write transaction at a time: the schedule
-// read is the schedule written.
-func (s *Store) leaseRated(ctx context.Context, tx *sql.Tx, lane inbox.Lane, l inbox.RateLimit, n int, now int64, lease func(int) (int, error), out *inbox.Dispatched) error {
+// schedule reads lane's schedule: empty when the lane has none.
+func (s *Store) schedule(ctx context.Context, tx *sql.Tx, lane inbox.Lane) (inbox.Schedule, error) {
 	var (
 		sch        inbox.Schedule
 		next, hold int64
@@ -39,10 +36,32 @@ func (s *Store) leaseRated(ctx context.Context, tx *sql.Tx, lane inbox.Lane, l i
 		lane.Source, lane.Destination).Scan(&next, &hold)
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
+		return sch, nil
 	case err != nil:
+		return sch, err
+	}
+	sch.Next, sch.Hold = fromNanos(next), fromNanos(hold)
+	return sch, nil
+}
+
+// takeSlots gives k deliveries the next slots of lane's schedule sch at
+// now, and stores it.
+func (s *Store) takeSlots(ctx context.Context, tx *sql.Tx, lane inbox.Lane, l inbox.RateLimit, sch inbox.Schedule, now time.Time, k int) ([]time.Duration, error) {
+	delays, sch := l.Take(sch, now, k)
+	_, err := tx.ExecContext(ctx, `INSERT INTO rate_schedules (source, destination, next, hold) VALUES (?, ?, ?, ?)
+		ON CONFLICT (source, destination) DO UPDATE SET next = excluded.next, hold = excluded.hold`,
+		lane.Source, lane.Destination, nanos(sch.Next), nanos(sch.Hold))
+	return delays, err
+}
+
+// leaseRated leases with lease no more deliveries of lane than its
+// schedule has slots within reach, gives each its slot and stores the
+// schedule. SQLite runs one write transaction at a time: the schedule
+// read is the schedule written.
+func (s *Store) leaseRated(ctx context.Context, tx *sql.Tx, lane inbox.Lane, l inbox.RateLimit, n int, now int64, lease func(int) (int, error), out *inbox.Dispatched) error {
+	sch, err := s.schedule(ctx, tx, lane)
+	if err != nil {
 		return err
-	default:
-		sch.Next, sch.Hold = fromNanos(next), fromNanos(hold)
 	}
 	at := time.Unix(0, now)
 	k, wait := l.Plan(sch, at, n)
@@ -56,12 +75,23 @@ func (s *Store) leaseRated(ctx context.Context, tx *sql.Tx, lane inbox.Lane, l i
 	if !l.Changes(sch, leased) {
 		return nil
 	}
-	delays, sch := l.Take(sch, at, leased)
+	delays, err := s.takeSlots(ctx, tx, lane, l, sch, at, leased)
 	for i, d := range delays {
 		out.Tasks[i].Delay = d
 	}
-	_, err = tx.ExecContext(ctx, `INSERT INTO rate_schedules (source, destination, next, hold) VALUES (?, ?, ?, ?)
-		ON CONFLICT (source, destination) DO UPDATE SET next = excluded.next, hold = excluded.hold`,
-		lane.Source, lane.Destination, nanos(sch.Next), nanos(sch.Hold))
 	return err
+}
+
+// Reslot implements inbox.RatedDispatcher.
+func (s *Store) Reslot(ctx context.Context, lane inbox.Lane, l inbox.RateLimit, k int) ([]time.Duration, error) {
+	var delays []time.Duration
+	err := s.write(ctx, "reslot", func(tx *sql.Tx) error {
+		sch, err := s.schedule(ctx, tx, lane)
+		if err != nil {
+			return err
+		}
+		delays, err = s.takeSlots(ctx, tx, lane, l, sch, s.now(), k)
+		return err
+	})
+	return delays, err
 }
