@@ -45,7 +45,9 @@ func init() {
 			h.Set("Content-Type", "application/json; charset=utf-8")
 			return nil
 		},
-		Reconcile: newStripeReconciler,
+		Reconcile:           newStripeReconciler,
+		ReconcileCredential: "api_key",
+		ReconcileFields:     []string{FieldTypes},
 		Examples: []Example{
 			{"payment_intent.succeeded", "payment_intent.succeeded.json", "a PaymentIntent was paid"},
 			{"charge.succeeded", "charge.succeeded.json", "a card charge succeeded"},
@@ -100,12 +102,10 @@ func newStripeReconciler(c ReconcileConfig) (Reconciler, error) {
 	case !strings.HasPrefix(c.Key, "rk_"):
 		return nil, errors.New("stripe reconcile: the API key is not a restricted key: create one (rk_…) with read access to Events only (the key is not shown)")
 	}
-	if c.APIURL != "" {
-		if u, err := url.Parse(c.APIURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			return nil, fmt.Errorf("stripe reconcile: api_url %q: want an absolute http or https URL", c.APIURL)
-		}
+	api, err := newAPIClient(c, StripeAPIURL, http.Header{"Authorization": {"Bearer " + c.Key}})
+	if err != nil {
+		return nil, fmt.Errorf("stripe reconcile: %w", err)
 	}
-	api := newAPIClient(c, StripeAPIURL, "Bearer "+c.Key)
 	api.describe = func(status int, body []byte) string {
 		msg := jsonMessage(body)
 		switch status {
