@@ -37,21 +37,22 @@ type rcGateway struct {
 	intake string
 }
 
-// rcSink counts the deliveries it gets by Stripe event id.
+// rcSink counts the deliveries it gets by the id in their body.
 type rcSink struct {
 	mu  sync.Mutex
 	got map[string]int
 }
 
 func (s *rcSink) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	var e struct{ ID string }
+	// Stripe's and GitHub's test ids are strings, Shopify's numbers.
+	var e struct{ ID json.RawMessage }
 	body, _ := io.ReadAll(r.Body)
 	if err := json.Unmarshal(body, &e); err != nil {
 		http.Error(w, err.Error(), http.StatusBadRequest)
 		return
 	}
 	s.mu.Lock()
-	s.got[e.ID]++
+	s.got[strings.Trim(string(e.ID), `"`)]++
 	s.mu.Unlock()
 }
 

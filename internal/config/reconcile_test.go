@@ -41,6 +41,10 @@ func TestReconcileGitHub(t *testing.T) {
 	}
 }
 
+func shopifySource(reconcile string) string {
+	return "sources:\n  - name: shop\n    provider: shopify\n    secret: env:GITHUB_SECRET\n    reconcile:\n      token: env:GITHUB_RECONCILE_TOKEN\n" + reconcile
+}
+
 func TestReconcileDefaults(t *testing.T) {
 	t.Parallel()
 	cfg, err := parse([]byte(stripeSource("      api_key: env:STRIPE_RESTRICTED_KEY\n")), "", reconcileEnv)
@@ -131,6 +135,12 @@ func TestReconcileInvalid(t *testing.T) {
 			"sources[0].reconcile.hook: app/hook: a GitHub App's hook is read with a JWT"},
 		{"github api key", githubSource("      hook: repos/acme/shop/hooks/1\n      api_key: env:GITHUB_RECONCILE_TOKEN\n"),
 			"sources[0].reconcile.api_key: not used by provider github: set token"},
+		{"shopify without shop", shopifySource("      resources: [orders]\n"),
+			"sources[0].reconcile.shop: required for provider shopify"},
+		{"shopify unknown resource", shopifySource("      shop: acme.myshopify.com\n      resources: [orders, refunds]\n"),
+			`sources[0].reconcile.resources[1]: "refunds": want one of`},
+		{"types for shopify", shopifySource("      shop: acme.myshopify.com\n      resources: [orders]\n      types: [orders/*]\n"),
+			"sources[0].reconcile.types: not used by provider shopify (it is for stripe, github)"},
 		{"hook for stripe", stripeSource("      api_key: env:STRIPE_RESTRICTED_KEY\n      hook: repos/acme/shop/hooks/1\n"),
 			"sources[0].reconcile.hook: not used by provider stripe (it is for github)"},
 	} {

@@ -179,7 +179,7 @@ func (g *githubReconciler) List(ctx context.Context, q ListQuery, page func(Page
 			p.Deliveries = append(p.Deliveries, Delivery{ID: strconv.FormatInt(d.ID, 10), Type: d.Event, Created: at.UTC(), Header: h})
 		}
 		if !older {
-			p.Next = nextCursor(ans.Header.Get("Link"))
+			p.Next = nextLink(ans.Header.Get("Link")).Get("cursor")
 		}
 		if err := page(p); err != nil {
 			return err
@@ -197,21 +197,4 @@ func (g *githubReconciler) Redeliver(ctx context.Context, d Delivery) error {
 		return fmt.Errorf("github reconcile: redeliver %s (%s): %w", d.ID, d.Header.Get("X-GitHub-Delivery"), err)
 	}
 	return nil
-}
-
-// nextCursor is the cursor of the rel="next" link of a Link header; ""
-// when there is none.
-func nextCursor(link string) string {
-	for part := range strings.SplitSeq(link, ",") {
-		target, params, ok := strings.Cut(part, ";")
-		if !ok || !strings.Contains(strings.ReplaceAll(params, " ", ""), `rel="next"`) {
-			continue
-		}
-		u, err := url.Parse(strings.Trim(strings.TrimSpace(target), "<>"))
-		if err != nil {
-			return ""
-		}
-		return u.Query().Get("cursor")
-	}
-	return ""
 }

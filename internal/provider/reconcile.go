@@ -76,6 +76,11 @@ type Delivery struct {
 	// Header holds the webhook's headers that the provider's preset reads;
 	// empty when it reads none.
 	Header http.Header
+	// State reports a delivery that is its entity's state now rather
+	// than an event the provider sent (Shopify's objects): it is offered
+	// only when newer than the state the inbox holds for the entity,
+	// which a webhook may have brought under another key.
+	State bool
 }
 
 // ReconcileConfig is what a reconciler needs to reach its provider's API.
@@ -287,14 +292,15 @@ func (a *apiClient) try(ctx context.Context, method, pathQuery string) (time.Dur
 	return 0, apiAnswer{}, fmt.Errorf("%w: %s: %s", ErrRefused, resp.Status, a.describe(resp.StatusCode, body))
 }
 
-// retryAfter reads a Retry-After header, seconds or an HTTP date; 0 when
-// absent or unreadable.
+// retryAfter reads a Retry-After header, seconds or an HTTP date, at most
+// RetryMax; 0 when absent or unreadable.
 func retryAfter(v string, now time.Time) time.Duration {
 	if v == "" {
 		return 0
 	}
-	if s, err := strconv.Atoi(strings.TrimSpace(v)); err == nil && s >= 0 {
-		return time.Duration(s) * time.Second
+	// Seconds, whole or not (Shopify sends "2.0").
+	if s, err := strconv.ParseFloat(strings.TrimSpace(v), 64); err == nil && s >= 0 {
+		return time.Duration(min(s, RetryMax.Seconds()) * float64(time.Second))
 	}
 	if t, err := http.ParseTime(v); err == nil {
 		return max(t.Sub(now), 0)
@@ -318,4 +324,21 @@ func jsonMessage(body []byte) string {
 		s = string(r[:200]) + "…"
 	}
 	return s
+}
+
+// nextLink is the query of the rel="next" link of a Link header (RFC
+// 8288), by which GitHub and Shopify page; empty when there is none.
+func nextLink(link string) url.Values {
+	for part := range strings.SplitSeq(link, ",") {
+		target, params, ok := strings.Cut(part, ";")
+		if !ok || !strings.Contains(strings.ReplaceAll(params, " ", ""), `rel="next"`) {
+			continue
+		}
+		u, err := url.Parse(strings.Trim(strings.TrimSpace(target), "<>"))
+		if err != nil {
+			return url.Values{}
+		}
+		return u.Query()
+	}
+	return url.Values{}
 }

@@ -20,6 +20,8 @@ import (
 // Store is what a run needs of the inbox.
 type Store interface {
 	inbox.Reconciliations
+	// Entity reads what the inbox holds of a listed state's entity.
+	Entity(ctx context.Context, tenant, typ, id string) (inbox.Entity, error)
 }
 
 // ErrNoCheckpoints is returned by New for a store that keeps no
@@ -167,15 +169,27 @@ func (r *Runner) Run(ctx context.Context, o RunOptions) (inbox.RunState, error) 
 			had, recovered, err = r.redeliver(ctx, rd, p.Deliveries, o.DryRun, fail)
 		} else {
 			var items []inbox.Item
+			held := 0
 			for _, d := range p.Deliveries {
 				its, err := r.items(d)
 				if err != nil {
 					fail(d, err)
 					continue
 				}
+				if d.State {
+					n := len(its)
+					if its, err = r.newer(ctx, its); err != nil {
+						return err
+					}
+					held += n - len(its)
+				}
 				items = append(items, its...)
 			}
 			had, recovered, err = r.offer(ctx, items, o.DryRun)
+			had += held
+			if !o.DryRun {
+				r.count(OutcomeHad, held)
+			}
 			if recovered > 0 && !o.DryRun {
 				r.stored()
 			}
@@ -298,6 +312,28 @@ func (r *Runner) offer(ctx context.Context, items []inbox.Item, dry bool) (had, 
 	r.count(OutcomeHad, had)
 	r.count(OutcomeRecovered, recovered)
 	return had, recovered, nil
+}
+
+// newer keeps the listed states of items that are newer than what the
+// inbox holds of their entities: a state the entity holds, or an older
+// one, is had, whichever key brought it (a webhook's, or an earlier
+// run's).
+func (r *Runner) newer(ctx context.Context, items []inbox.Item) ([]inbox.Item, error) {
+	out := items[:0]
+	for _, it := range items {
+		e := it.Event
+		if e.EntityID != "" {
+			held, err := r.store.Entity(ctx, e.Tenant, e.EntityType, e.EntityID)
+			switch {
+			case err == nil && held.Order >= e.EntityOrder:
+				continue
+			case err != nil && !errors.Is(err, inbox.ErrNotFound):
+				return nil, err
+			}
+		}
+		out = append(out, it)
+	}
+	return out, nil
 }
 
 // redeliver asks the provider to send again each delivery whose key the

@@ -18,6 +18,7 @@ import (
 	"github.com/hookgate/hookgate/internal/intake"
 	"github.com/hookgate/hookgate/internal/reconcile"
 	"github.com/hookgate/hookgate/internal/reconcile/githubfake"
+	"github.com/hookgate/hookgate/internal/reconcile/shopifyfake"
 	"github.com/hookgate/hookgate/internal/reconcile/stripefake"
 	"github.com/hookgate/hookgate/internal/source"
 )
@@ -313,5 +314,50 @@ func TestRunAsksGitHubToRedeliver(t *testing.T) {
 	rerun, err := runner.Run(t.Context(), reconcile.RunOptions{})
 	if err != nil || rerun.Recovered != 0 || rerun.Had != rerun.Listed || len(api.Redelivered()) != 20 {
 		t.Fatalf("rerun: %+v, %v; %d redeliveries", rerun, err, len(api.Redelivered()))
+	}
+}
+
+// A Shopify run accepts each listed object as a state under a key made
+// from the object and its updated_at: listed again, before any is
+// applied, each is a duplicate; a newer state of one object is new.
+func TestRunKeepsShopifyStatesOnce(t *testing.T) {
+	t.Parallel()
+	store, err := sqlite.Open(filepath.Join(t.TempDir(), "inbox.db"), sqlite.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { store.Close() })
+	src, err := source.New(config.Source{Name: "shop", Provider: "shopify", Secret: config.NewSecret("app-secret")}, config.Default().Dedupe)
+	if err != nil {
+		t.Fatal(err)
+	}
+	api := shopifyfake.New("shpat_token")
+	now := time.Now().Truncate(time.Second)
+	for i := range 40 {
+		api.Add("products", shopifyfake.Object{ID: int64(i + 1), UpdatedAt: now.Add(-time.Duration(i) * time.Minute)})
+	}
+	apiSrv := httptest.NewServer(api)
+	t.Cleanup(apiSrv.Close)
+	runner, err := reconcile.New(reconcile.Options{Source: src, Store: store, Client: apiSrv.Client(),
+		Config: config.Reconcile{Overlap: config.DefaultReconcileOverlap, Lookback: config.DefaultReconcileLookback,
+			Rate: config.Rate{N: 1000, Per: time.Second}, Token: config.NewSecret("shpat_token"), APIURL: apiSrv.URL,
+			Shop: "acme.myshopify.com", Resources: []string{"products"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dry, err := runner.Run(t.Context(), reconcile.RunOptions{DryRun: true})
+	if err != nil || dry.Listed != 40 || dry.Recovered != 40 {
+		t.Fatalf("dry run: %+v, %v", dry, err)
+	}
+	for i, want := range []int64{40, 0} {
+		run, err := runner.Run(t.Context(), reconcile.RunOptions{Since: 2 * time.Hour})
+		if err != nil || run.Listed != 40 || run.Recovered != want || run.Had != 40-want {
+			t.Fatalf("run %d: %+v, %v; want %d recovered", i+1, run, err, want)
+		}
+	}
+	api.Add("products", shopifyfake.Object{ID: 3, UpdatedAt: now.Add(time.Second)})
+	run, err := runner.Run(t.Context(), reconcile.RunOptions{Since: 2 * time.Hour})
+	if err != nil || run.Listed != 41 || run.Recovered != 1 {
+		t.Fatalf("after an update: %+v, %v", run, err)
 	}
 }
