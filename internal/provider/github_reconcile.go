@@ -139,10 +139,7 @@ type githubDelivery struct {
 // q.Since (or than GitHub keeps). Each GUID is listed once, at its newest
 // delivery: the others are redeliveries of the same event.
 func (g *githubReconciler) List(ctx context.Context, q ListQuery, page func(Page) error) error {
-	since := q.Since
-	if oldest := g.api.now().Add(-GitHubRetention); since.Before(oldest) {
-		since = oldest
-	}
+	since := g.api.since(q.Since, GitHubRetention)
 	seen := map[string]bool{}
 	cursor := q.After
 	for {

@@ -210,6 +210,15 @@ func newAPIClient(c ReconcileConfig, defaultURL string, header http.Header) (*ap
 	return a, nil
 }
 
+// since is the start of a listing asked from since of a provider that
+// keeps events for kept: since, or the oldest time the provider keeps.
+func (a *apiClient) since(since time.Time, kept time.Duration) time.Time {
+	if oldest := a.now().Add(-kept); since.Before(oldest) {
+		return oldest
+	}
+	return since
+}
+
 func sleepTimer(ctx context.Context, d time.Duration) error {
 	t := time.NewTimer(d)
 	defer t.Stop()

@@ -134,10 +134,7 @@ type stripeEvent struct {
 }
 
 func (s *stripeReconciler) List(ctx context.Context, q ListQuery, page func(Page) error) error {
-	since := q.Since
-	if oldest := s.api.now().Add(-StripeRetention); since.Before(oldest) {
-		since = oldest
-	}
+	since := s.api.since(q.Since, StripeRetention)
 	v := url.Values{}
 	v.Set("created[gte]", strconv.FormatInt(since.Unix(), 10))
 	v.Set("limit", strconv.Itoa(stripePageSize))
