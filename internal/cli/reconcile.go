@@ -16,6 +16,7 @@ import (
 
 	"github.com/hookgate/hookgate/internal/config"
 	"github.com/hookgate/hookgate/internal/inbox"
+	"github.com/hookgate/hookgate/internal/provider"
 	"github.com/hookgate/hookgate/internal/reconcile"
 	"github.com/hookgate/hookgate/internal/source"
 	"github.com/hookgate/hookgate/internal/spool"
@@ -349,8 +350,8 @@ func printReconcile(std IO, rep reconcileReport) error {
 			t.row(name, "started "+when(r.Started)+", ended "+when(r.Ended), "listed since "+when(r.Since)+note)
 			t.row("  listed", strconv.FormatInt(r.Listed, 10), "what the provider says it sent")
 			t.row("  already had", strconv.FormatInt(r.AlreadyHad, 10), "their webhook came")
-			t.row("  recovered", strconv.FormatInt(r.Recovered, 10), "no webhook came: accepted, via reconcile")
-			t.row("  failed", strconv.FormatInt(r.Failed, 10), "could not be keyed")
+			t.row("  recovered", strconv.FormatInt(r.Recovered, 10), provider.RecoveredNote(s.Provider))
+			t.row("  failed", strconv.FormatInt(r.Failed, 10), provider.FailedNote(s.Provider))
 			if r.Error != "" {
 				t.row("  error", escape(r.Error), "the next run resumes from the last page stored")
 			}

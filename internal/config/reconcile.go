@@ -1,9 +1,11 @@
 package config
 
 import (
+	"cmp"
 	"fmt"
 	"net/url"
 	"path"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -57,6 +59,24 @@ type Reconcile struct {
 	// APIURL is the provider API's base URL; "" is the provider's own.
 	// Tests and proxies set it.
 	APIURL string `yaml:"api_url,omitempty"`
+	// Hook is the GitHub webhook whose deliveries are listed:
+	// repos/OWNER/REPO/hooks/ID or orgs/ORG/hooks/ID.
+	Hook string `yaml:"hook,omitempty"`
+	// Shop is the Shopify shop, NAME.myshopify.com.
+	Shop string `yaml:"shop,omitempty"`
+	// Resources are the Shopify resources whose objects are listed
+	// (orders, products, …): those the webhooks are subscribed to.
+	Resources []string `yaml:"resources,omitempty,flow"`
+	// APIVersion is the provider API's version (Shopify's 2025-10); ""
+	// is the reconciler's default.
+	APIVersion string `yaml:"api_version,omitempty"`
+}
+
+// Provider is what the provider's reconciler reads of r, without the
+// clock and HTTP client the caller adds.
+func (r Reconcile) Provider() provider.ReconcileConfig {
+	return provider.ReconcileConfig{APIURL: r.APIURL, Key: r.Credential(), Hook: r.Hook, Shop: r.Shop,
+		Resources: r.Resources, APIVersion: r.APIVersion}
 }
 
 // Credential is the API credential the reconciler reads: the key or the
@@ -67,10 +87,6 @@ func (r Reconcile) Credential() string {
 	}
 	return r.Token.Value()
 }
-
-// reconcileCredential names the credential field a provider's reconciler
-// takes; a provider not listed takes a token.
-var reconcileCredential = map[string]string{provider.Stripe: "api_key"}
 
 // fillDefaults sets the fields the YAML mapping at path leaves out.
 func (r *Reconcile) fillDefaults(path string, lines map[string]int) {
@@ -125,10 +141,7 @@ func (s Source) checkReconcile() []*FieldError {
 		add(".rate", "%q: want requests per unit of time, such as 10/s", r.Rate.String())
 	}
 	if known && p.Reconcile != nil {
-		want := reconcileCredential[p.Name]
-		if want == "" {
-			want = "token"
-		}
+		want := cmp.Or(p.ReconcileCredential, "token")
 		other := map[string]string{"api_key": "token", "token": "api_key"}[want]
 		set := map[string]bool{"api_key": !r.APIKey.IsZero(), "token": !r.Token.IsZero()}
 		if !set[want] {
@@ -136,6 +149,22 @@ func (s Source) checkReconcile() []*FieldError {
 		}
 		if set[other] {
 			add("."+other, "not used by provider %s: set %s", p.Name, want)
+		}
+		for _, f := range []struct {
+			name string
+			set  bool
+		}{{provider.FieldTypes, len(r.Types) > 0}, {provider.FieldHook, r.Hook != ""}, {provider.FieldShop, r.Shop != ""},
+			{provider.FieldResources, len(r.Resources) > 0}, {provider.FieldAPIVersion, r.APIVersion != ""}} {
+			if f.set && !slices.Contains(p.ReconcileFields, f.name) {
+				add("."+f.name, "not used by provider %s (it is for %s)", p.Name, strings.Join(provider.Where(func(p *provider.Provider) bool {
+					return slices.Contains(p.ReconcileFields, f.name)
+				}), ", "))
+			}
+		}
+		if p.ReconcileCheck != nil {
+			for _, pr := range p.ReconcileCheck(r.Provider()) {
+				add("."+pr.Field, "%s", pr.Message)
+			}
 		}
 	}
 	for i, typ := range r.Types {

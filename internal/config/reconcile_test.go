@@ -22,6 +22,29 @@ func stripeSource(reconcile string) string {
 	return "sources:\n  - name: pay\n    provider: stripe\n    secret: env:STRIPE_WEBHOOK_SECRET\n    reconcile:\n" + reconcile
 }
 
+func githubSource(reconcile string) string {
+	return "sources:\n  - name: gh\n    provider: github\n    secret: env:GITHUB_SECRET\n    reconcile:\n      token: env:GITHUB_RECONCILE_TOKEN\n" + reconcile
+}
+
+// A GitHub source's reconcile block names its hook, of a repository or an
+// organization, and a token.
+func TestReconcileGitHub(t *testing.T) {
+	t.Parallel()
+	for _, hook := range []string{"repos/acme/shop.web/hooks/498912341", "orgs/acme-inc/hooks/7"} {
+		cfg, err := parse([]byte(githubSource("      hook: "+hook+"\n")), "", reconcileEnv)
+		if err != nil {
+			t.Fatalf("hook %s: %v", hook, err)
+		}
+		if r := cfg.Sources[0].Reconcile; r.Hook != hook || r.Provider().Key != "ghp_value" || r.Provider().Hook != hook {
+			t.Errorf("hook %s: %+v", hook, *r)
+		}
+	}
+}
+
+func shopifySource(reconcile string) string {
+	return "sources:\n  - name: shop\n    provider: shopify\n    secret: env:GITHUB_SECRET\n    reconcile:\n      token: env:GITHUB_RECONCILE_TOKEN\n" + reconcile
+}
+
 func TestReconcileDefaults(t *testing.T) {
 	t.Parallel()
 	cfg, err := parse([]byte(stripeSource("      api_key: env:STRIPE_RESTRICTED_KEY\n")), "", reconcileEnv)
@@ -100,8 +123,26 @@ func TestReconcileInvalid(t *testing.T) {
 			`sources[0].reconcile.types[1]: "[": want an event type or a pattern`},
 		{"unknown key", stripeSource("      api_key: env:STRIPE_RESTRICTED_KEY\n      interval: 1h\n"),
 			`sources[0].reconcile.interval`},
-		{"no reconciler", "sources:\n  - name: gh\n    provider: github\n    secret: env:GITHUB_SECRET\n    reconcile:\n      token: env:GITHUB_RECONCILE_TOKEN\n",
-			"sources[0].reconcile: provider github lists nothing hookgate can reconcile from (reconcile is for stripe)"},
+		{"no reconciler", "sources:\n  - name: hs\n    provider: hubspot\n    secret: env:GITHUB_SECRET\n    reconcile:\n      token: env:GITHUB_RECONCILE_TOKEN\n",
+			"sources[0].reconcile: provider hubspot lists nothing hookgate can reconcile from (reconcile is for stripe, github"},
+		{"github without hook", githubSource(""),
+			"sources[0].reconcile.hook: required for provider github: want repos/OWNER/REPO/hooks/ID or orgs/ORG/hooks/ID"},
+		{"github hook malformed", githubSource("      hook: https://github.com/acme/shop/settings/hooks/123\n"),
+			`sources[0].reconcile.hook: "https://github.com/acme/shop/settings/hooks/123": want repos/OWNER/REPO/hooks/ID`},
+		{"github hook without id", githubSource("      hook: repos/acme/shop/hooks/x\n"),
+			`sources[0].reconcile.hook: "repos/acme/shop/hooks/x": want repos/OWNER/REPO/hooks/ID`},
+		{"github app hook", githubSource("      hook: app/hook\n"),
+			"sources[0].reconcile.hook: app/hook: a GitHub App's hook is read with a JWT"},
+		{"github api key", githubSource("      hook: repos/acme/shop/hooks/1\n      api_key: env:GITHUB_RECONCILE_TOKEN\n"),
+			"sources[0].reconcile.api_key: not used by provider github: set token"},
+		{"shopify without shop", shopifySource("      resources: [orders]\n"),
+			"sources[0].reconcile.shop: required for provider shopify"},
+		{"shopify unknown resource", shopifySource("      shop: acme.myshopify.com\n      resources: [orders, refunds]\n"),
+			`sources[0].reconcile.resources[1]: "refunds": want one of`},
+		{"types for shopify", shopifySource("      shop: acme.myshopify.com\n      resources: [orders]\n      types: [orders/*]\n"),
+			"sources[0].reconcile.types: not used by provider shopify (it is for stripe, github)"},
+		{"hook for stripe", stripeSource("      api_key: env:STRIPE_RESTRICTED_KEY\n      hook: repos/acme/shop/hooks/1\n"),
+			"sources[0].reconcile.hook: not used by provider stripe (it is for github)"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			_, err := parse([]byte(c.yaml), "", reconcileEnv)

@@ -4,7 +4,9 @@ import (
 	"net/http"
 	"slices"
 
+	"github.com/hookgate/hookgate/internal/config"
 	"github.com/hookgate/hookgate/internal/inbox"
+	"github.com/hookgate/hookgate/internal/provider"
 )
 
 // RecoveredShown is how many of a run's recovered events the
@@ -17,6 +19,9 @@ type reconcileRow struct {
 	// Recovered are the events the last run recovered, newest first, at
 	// most RecoveredShown.
 	Recovered []inbox.Event
+	// RecoveredNote and FailedNote say what the run's counts mean for
+	// the source's provider.
+	RecoveredNote, FailedNote string
 }
 
 // reconcilePage shows, per reconciled source, its checkpoint, its last
@@ -35,6 +40,11 @@ func (c *console) reconcilePage(w http.ResponseWriter, r *http.Request, sess *se
 	rows := make([]reconcileRow, len(cps))
 	for i, cp := range cps {
 		rows[i].Checkpoint = cp
+		var prov string
+		if j := slices.IndexFunc(c.sources, func(s config.Source) bool { return s.Name == cp.Source }); j >= 0 {
+			prov = c.sources[j].Provider
+		}
+		rows[i].RecoveredNote, rows[i].FailedNote = provider.RecoveredNote(prov), provider.FailedNote(prov)
 		if cp.Last.Recovered == 0 || cp.Last.Started.IsZero() {
 			continue
 		}

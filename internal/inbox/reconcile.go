@@ -3,6 +3,8 @@ package inbox
 import (
 	"context"
 	"time"
+
+	"github.com/hookgate/hookgate/dedupe"
 )
 
 // ViaReconcile is the Via of an event that a reconciliation recovered:
@@ -52,6 +54,10 @@ type Reconciliations interface {
 	// (Via ViaReconcile). A duplicate (its webhook came) keeps how it
 	// came.
 	AcceptRecovered(ctx context.Context, items []Item) ([]Outcome, error)
+	// Have reports, for each of hashes, whether the inbox holds its key:
+	// committed and within its window, so that Accept would find its
+	// event a duplicate. It reads the keys alone, by their primary key.
+	Have(ctx context.Context, hashes []dedupe.Hash) ([]bool, error)
 	// Checkpoint returns the source's checkpoint; a zero one (with
 	// Source set) before the first run.
 	Checkpoint(ctx context.Context, source string) (Checkpoint, error)

@@ -25,14 +25,19 @@ func init() {
 			Headers: []string{"X-Github-Delivery", "X-Github-Event", "X-Github-Hook-Id",
 				"X-Github-Hook-Installation-Target-Id", "X-Github-Hook-Installation-Target-Type"},
 		},
-		Notes: Notes{Signed: "the body only", Key: "header:X-GitHub-Delivery", Tenant: "none"},
+		Notes: Notes{Signed: "the body only", Key: "header:X-GitHub-Delivery", Tenant: "none",
+			Recovered: "no webhook came: redelivery asked of GitHub (it comes through intake)",
+			Failed:    "could not be keyed, or GitHub refused the redelivery"},
 		Headers: func(event, _ string, _ time.Time) http.Header {
 			h := http.Header{}
 			h.Set("X-GitHub-Delivery", newUUID())
 			h.Set("X-GitHub-Event", cmp.Or(event, "ping"))
 			return h
 		},
-		SenderHeaders: githubSenderHeaders,
+		SenderHeaders:   githubSenderHeaders,
+		Reconcile:       newGitHubReconciler,
+		ReconcileFields: []string{FieldTypes, FieldHook},
+		ReconcileCheck:  checkGitHubReconcile,
 		Examples: []Example{
 			{"push", "push.json", "a commit pushed to main"},
 			{"pull_request", "pull_request.json", "a pull request was opened"},

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -25,6 +26,19 @@ type Reconciler interface {
 	// error, page's included, and returns it; a caller that stored a page
 	// may keep its Next to resume an interrupted run from.
 	List(ctx context.Context, q ListQuery, page func(Page) error) error
+}
+
+// Redeliverer is a Reconciler whose provider re-sends a listed delivery
+// itself, signed, through the webhook path: its listing carries each
+// delivery's keys (the headers the preset reads) but not its event. The
+// runner asks it to redeliver the deliveries whose key the inbox does not
+// hold, instead of accepting them, and the webhook that comes is keyed
+// and stored by intake as any other.
+type Redeliverer interface {
+	Reconciler
+	// Redeliver asks the provider to send d again. An error wrapping
+	// ErrRefused concerns d alone; any other stops the run.
+	Redeliver(ctx context.Context, d Delivery) error
 }
 
 // ListQuery is what a reconciler lists.
@@ -62,6 +76,11 @@ type Delivery struct {
 	// Header holds the webhook's headers that the provider's preset reads;
 	// empty when it reads none.
 	Header http.Header
+	// State reports a delivery that is its entity's state now rather
+	// than an event the provider sent (Shopify's objects): it is offered
+	// only when newer than the state the inbox holds for the entity,
+	// which a webhook may have brought under another key.
+	State bool
 }
 
 // ReconcileConfig is what a reconciler needs to reach its provider's API.
@@ -81,7 +100,28 @@ type ReconcileConfig struct {
 	// MaxAttempts is how many times one request is tried before the
 	// listing fails; 0 is [DefaultMaxAttempts].
 	MaxAttempts int
+
+	// Hook is the GitHub webhook whose deliveries are listed:
+	// repos/OWNER/REPO/hooks/ID or orgs/ORG/hooks/ID.
+	Hook string
+	// Shop is the Shopify shop, NAME.myshopify.com.
+	Shop string
+	// Resources are the Shopify resources listed (orders, products, …).
+	Resources []string
+	// APIVersion is the provider API's version; "" is the reconciler's
+	// default.
+	APIVersion string
 }
+
+// Fields of a source's reconcile block that only some providers read
+// (Provider.ReconcileFields).
+const (
+	FieldTypes      = "types"
+	FieldHook       = "hook"
+	FieldShop       = "shop"
+	FieldResources  = "resources"
+	FieldAPIVersion = "api_version"
+)
 
 // Defaults of a reconciler's requests.
 const (
@@ -113,20 +153,40 @@ var (
 // again after 429 (waiting what Retry-After says), 5xx and transport
 // errors, with a doubling wait.
 type apiClient struct {
-	base        string
-	auth        string
+	base string
+	// header holds the credential's header and any other every request
+	// carries.
+	header      http.Header
 	client      *http.Client
 	now         func() time.Time
 	sleep       func(ctx context.Context, d time.Duration) error
 	maxAttempts int
 	// describe turns a refused answer's body into its message.
 	describe func(status int, body []byte) string
+	// limited, when set, reads a rate limit the API reports with a status
+	// other than 429 (GitHub's 403 with X-RateLimit-Remaining: 0): the
+	// wait it asks for, and whether it is one.
+	limited func(status int, h http.Header, now time.Time) (time.Duration, bool)
 }
 
-func newAPIClient(c ReconcileConfig, defaultURL, auth string) *apiClient {
+// apiAnswer is a 2xx answer of the API.
+type apiAnswer struct {
+	Body   []byte
+	Header http.Header
+}
+
+// newAPIClient returns the client of the API at c.APIURL, or defaultURL
+// when it is "", whose requests carry header.
+func newAPIClient(c ReconcileConfig, defaultURL string, header http.Header) (*apiClient, error) {
+	if c.APIURL != "" {
+		if u, err := url.Parse(c.APIURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return nil, fmt.Errorf("api_url %q: want an absolute http or https URL", c.APIURL)
+		}
+	}
 	a := &apiClient{
 		base:        strings.TrimRight(c.APIURL, "/"),
-		auth:        auth,
+		header:      header,
+		describe:    func(_ int, body []byte) string { return jsonMessage(body) },
 		client:      c.Client,
 		now:         c.Now,
 		sleep:       c.Sleep,
@@ -147,7 +207,16 @@ func newAPIClient(c ReconcileConfig, defaultURL, auth string) *apiClient {
 	if a.maxAttempts <= 0 {
 		a.maxAttempts = DefaultMaxAttempts
 	}
-	return a
+	return a, nil
+}
+
+// since is the start of a listing asked from since of a provider that
+// keeps events for kept: since, or the oldest time the provider keeps.
+func (a *apiClient) since(since time.Time, kept time.Duration) time.Time {
+	if oldest := a.now().Add(-kept); since.Before(oldest) {
+		return oldest
+	}
+	return since
 }
 
 func sleepTimer(ctx context.Context, d time.Duration) error {
@@ -163,67 +232,84 @@ func sleepTimer(ctx context.Context, d time.Duration) error {
 
 // get returns the body of a 2xx answer to GET base+pathQuery.
 func (a *apiClient) get(ctx context.Context, pathQuery string) ([]byte, error) {
+	ans, err := a.do(ctx, http.MethodGet, pathQuery)
+	return ans.Body, err
+}
+
+// do returns the 2xx answer to method base+pathQuery, trying again as
+// apiClient says.
+func (a *apiClient) do(ctx context.Context, method, pathQuery string) (apiAnswer, error) {
 	backoff := RetryInitial
 	var last error
 	for attempt := 1; ; attempt++ {
-		wait, body, err := a.try(ctx, pathQuery)
+		wait, ans, err := a.try(ctx, method, pathQuery)
 		if err == nil || errors.Is(err, ErrRefused) || ctx.Err() != nil {
-			return body, err
+			return ans, err
 		}
 		last = err
 		if attempt >= a.maxAttempts {
-			return nil, fmt.Errorf("%w: %d tries: %v", ErrUnavailable, attempt, last)
+			return apiAnswer{}, fmt.Errorf("%w: %d tries: %v", ErrUnavailable, attempt, last)
 		}
 		if wait <= 0 {
 			wait = backoff
 			backoff = min(2*backoff, RetryMax)
 		}
 		if err := a.sleep(ctx, min(wait, RetryMax)); err != nil {
-			return nil, err
+			return apiAnswer{}, err
 		}
 	}
 }
 
-// try makes one request: the body of a 2xx answer, an error wrapping
-// ErrRefused for one not worth repeating, or another error with the wait
-// the API asked for (0 when it did not say).
-func (a *apiClient) try(ctx context.Context, pathQuery string) (time.Duration, []byte, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, a.base+pathQuery, nil)
+// try makes one request: a 2xx answer, an error wrapping ErrRefused for
+// one not worth repeating, or another error with the wait the API asked
+// for (0 when it did not say).
+func (a *apiClient) try(ctx context.Context, method, pathQuery string) (time.Duration, apiAnswer, error) {
+	req, err := http.NewRequestWithContext(ctx, method, a.base+pathQuery, nil)
 	if err != nil {
-		return 0, nil, fmt.Errorf("%w: %v", ErrRefused, err)
+		return 0, apiAnswer{}, fmt.Errorf("%w: %v", ErrRefused, err)
 	}
-	req.Header.Set("Authorization", a.auth)
-	req.Header.Set("Accept", "application/json")
+	for name, v := range a.header {
+		req.Header[name] = v
+	}
+	if req.Header.Get("Accept") == "" {
+		req.Header.Set("Accept", "application/json")
+	}
 	req.Header.Set("User-Agent", "hookgate-reconcile")
 	resp, err := a.client.Do(req)
 	if err != nil {
-		return 0, nil, err
+		return 0, apiAnswer{}, err
 	}
 	defer resp.Body.Close()
 	body, err := io.ReadAll(io.LimitReader(resp.Body, maxAPIResponse+1))
 	switch {
 	case err != nil:
-		return 0, nil, err
+		return 0, apiAnswer{}, err
 	case len(body) > maxAPIResponse:
-		return 0, nil, fmt.Errorf("%w: an answer of more than %d bytes", ErrRefused, maxAPIResponse)
+		return 0, apiAnswer{}, fmt.Errorf("%w: an answer of more than %d bytes", ErrRefused, maxAPIResponse)
 	case resp.StatusCode/100 == 2:
-		return 0, body, nil
+		return 0, apiAnswer{Body: body, Header: resp.Header}, nil
 	case resp.StatusCode == http.StatusTooManyRequests:
-		return retryAfter(resp.Header.Get("Retry-After"), a.now()), nil, fmt.Errorf("%s: rate limited", resp.Status)
+		return retryAfter(resp.Header.Get("Retry-After"), a.now()), apiAnswer{}, fmt.Errorf("%s: rate limited", resp.Status)
 	case resp.StatusCode/100 == 5:
-		return retryAfter(resp.Header.Get("Retry-After"), a.now()), nil, fmt.Errorf("%s", resp.Status)
+		return retryAfter(resp.Header.Get("Retry-After"), a.now()), apiAnswer{}, fmt.Errorf("%s", resp.Status)
 	}
-	return 0, nil, fmt.Errorf("%w: %s: %s", ErrRefused, resp.Status, a.describe(resp.StatusCode, body))
+	if a.limited != nil {
+		if wait, ok := a.limited(resp.StatusCode, resp.Header, a.now()); ok {
+			return wait, apiAnswer{}, fmt.Errorf("%s: rate limited", resp.Status)
+		}
+	}
+	return 0, apiAnswer{}, fmt.Errorf("%w: %s: %s", ErrRefused, resp.Status, a.describe(resp.StatusCode, body))
 }
 
-// retryAfter reads a Retry-After header, seconds or an HTTP date; 0 when
-// absent or unreadable.
+// retryAfter reads a Retry-After header, seconds or an HTTP date, at most
+// RetryMax; 0 when absent or unreadable.
 func retryAfter(v string, now time.Time) time.Duration {
 	if v == "" {
 		return 0
 	}
-	if s, err := strconv.Atoi(strings.TrimSpace(v)); err == nil && s >= 0 {
-		return time.Duration(s) * time.Second
+	// Seconds, whole or not (Shopify sends "2.0").
+	if s, err := strconv.ParseFloat(strings.TrimSpace(v), 64); err == nil && s >= 0 {
+		return time.Duration(min(s, RetryMax.Seconds()) * float64(time.Second))
 	}
 	if t, err := http.ParseTime(v); err == nil {
 		return max(t.Sub(now), 0)
@@ -247,4 +333,21 @@ func jsonMessage(body []byte) string {
 		s = string(r[:200]) + "…"
 	}
 	return s
+}
+
+// nextLink is the query of the rel="next" link of a Link header (RFC
+// 8288), by which GitHub and Shopify page; empty when there is none.
+func nextLink(link string) url.Values {
+	for part := range strings.SplitSeq(link, ",") {
+		target, params, ok := strings.Cut(part, ";")
+		if !ok || !strings.Contains(strings.ReplaceAll(params, " ", ""), `rel="next"`) {
+			continue
+		}
+		u, err := url.Parse(strings.Trim(strings.TrimSpace(target), "<>"))
+		if err != nil {
+			return url.Values{}
+		}
+		return u.Query()
+	}
+	return url.Values{}
 }

@@ -89,6 +89,17 @@ type Provider struct {
 	// Reconcile builds the provider's reconciler, which lists what the
 	// provider says it sent; nil for a provider that lists nothing.
 	Reconcile func(c ReconcileConfig) (Reconciler, error)
+	// ReconcileCredential is the field of a source's reconcile block
+	// that holds the reconciler's API credential: "api_key" or "token"
+	// ("" is "token").
+	ReconcileCredential string
+	// ReconcileFields are the fields of the reconcile block that only
+	// some providers read (FieldTypes, FieldHook, …) which this one
+	// reads; another set is an error.
+	ReconcileFields []string
+	// ReconcileCheck checks those fields, each Problem's Field relative
+	// to the reconcile block; nil checks nothing.
+	ReconcileCheck func(c ReconcileConfig) []Problem
 }
 
 // Need is whether a source of a provider needs a signing secret.
@@ -135,6 +146,37 @@ type Notes struct {
 	Signed string
 	// Key and Tenant are what the preset's event id and tenant read.
 	Key, Tenant string
+	// Recovered says what a reconciliation run's recovered count means,
+	// where not [DefaultRecovered].
+	Recovered string
+	// Failed says what its failed count means, where not
+	// [DefaultFailed].
+	Failed string
+}
+
+// What a reconciliation run's counts mean, for a provider whose listing
+// carries its events.
+const (
+	DefaultRecovered = "no webhook came: accepted, via reconcile"
+	DefaultFailed    = "could not be keyed"
+)
+
+// RecoveredNote says what a reconciliation run's recovered count means
+// for the provider called name.
+func RecoveredNote(name string) string {
+	if p, ok := byName[name]; ok && p.Notes.Recovered != "" {
+		return p.Notes.Recovered
+	}
+	return DefaultRecovered
+}
+
+// FailedNote says what a reconciliation run's failed count means for the
+// provider called name.
+func FailedNote(name string) string {
+	if p, ok := byName[name]; ok && p.Notes.Failed != "" {
+		return p.Notes.Failed
+	}
+	return DefaultFailed
 }
 
 // Example is one example event of a provider.

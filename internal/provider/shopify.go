@@ -13,8 +13,9 @@ import (
 // serves every shop.
 const Shopify = "shopify"
 
-// shopifyAPIVersion is the API version the example requests name; the
-// preset keeps it with the event and reads nothing from it.
+// shopifyAPIVersion is the API version the example requests name (the
+// preset keeps it with the event and reads nothing from it) and the one
+// the reconciler lists with by default.
 const shopifyAPIVersion = "2025-10"
 
 func init() {
@@ -36,7 +37,8 @@ func init() {
 			Headers: []string{"X-Shopify-Webhook-Id", "X-Shopify-Topic", "X-Shopify-Shop-Domain",
 				"X-Shopify-Triggered-At", "X-Shopify-Api-Version", "X-Shopify-Event-Id"},
 		},
-		Notes: Notes{Signed: "the body only", Key: "header:X-Shopify-Webhook-Id", Tenant: "header:X-Shopify-Shop-Domain"},
+		Notes: Notes{Signed: "the body only", Key: "header:X-Shopify-Webhook-Id", Tenant: "header:X-Shopify-Shop-Domain",
+			Recovered: "objects whose state is newer than the inbox's: accepted as states, via reconcile"},
 		Headers: func(event, tenant string, now time.Time) http.Header {
 			h := http.Header{}
 			h.Set("X-Shopify-Webhook-Id", newUUID())
@@ -51,6 +53,9 @@ func init() {
 			h.Set("User-Agent", "Shopify-Captain-Hook")
 			return nil
 		},
+		Reconcile:       newShopifyReconciler,
+		ReconcileFields: []string{FieldShop, FieldResources, FieldAPIVersion},
+		ReconcileCheck:  checkShopifyReconcile,
 		Examples: []Example{
 			{"orders/create", "orders-create.json", "an order was placed"},
 			{"orders/paid", "orders-paid.json", "an order was paid"},

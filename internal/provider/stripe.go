@@ -45,7 +45,9 @@ func init() {
 			h.Set("Content-Type", "application/json; charset=utf-8")
 			return nil
 		},
-		Reconcile: newStripeReconciler,
+		Reconcile:           newStripeReconciler,
+		ReconcileCredential: "api_key",
+		ReconcileFields:     []string{FieldTypes},
 		Examples: []Example{
 			{"payment_intent.succeeded", "payment_intent.succeeded.json", "a PaymentIntent was paid"},
 			{"charge.succeeded", "charge.succeeded.json", "a card charge succeeded"},
@@ -100,12 +102,10 @@ func newStripeReconciler(c ReconcileConfig) (Reconciler, error) {
 	case !strings.HasPrefix(c.Key, "rk_"):
 		return nil, errors.New("stripe reconcile: the API key is not a restricted key: create one (rk_…) with read access to Events only (the key is not shown)")
 	}
-	if c.APIURL != "" {
-		if u, err := url.Parse(c.APIURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			return nil, fmt.Errorf("stripe reconcile: api_url %q: want an absolute http or https URL", c.APIURL)
-		}
+	api, err := newAPIClient(c, StripeAPIURL, http.Header{"Authorization": {"Bearer " + c.Key}})
+	if err != nil {
+		return nil, fmt.Errorf("stripe reconcile: %w", err)
 	}
-	api := newAPIClient(c, StripeAPIURL, "Bearer "+c.Key)
 	api.describe = func(status int, body []byte) string {
 		msg := jsonMessage(body)
 		switch status {
@@ -134,10 +134,7 @@ type stripeEvent struct {
 }
 
 func (s *stripeReconciler) List(ctx context.Context, q ListQuery, page func(Page) error) error {
-	since := q.Since
-	if oldest := s.api.now().Add(-StripeRetention); since.Before(oldest) {
-		since = oldest
-	}
+	since := s.api.since(q.Since, StripeRetention)
 	v := url.Values{}
 	v.Set("created[gte]", strconv.FormatInt(since.Unix(), 10))
 	v.Set("limit", strconv.Itoa(stripePageSize))

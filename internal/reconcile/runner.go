@@ -20,9 +20,8 @@ import (
 // Store is what a run needs of the inbox.
 type Store interface {
 	inbox.Reconciliations
-	// List finds, on a dry run, whether a listed event is already in
-	// the inbox.
-	List(ctx context.Context, f inbox.Filter) ([]inbox.Event, error)
+	// Entity reads what the inbox holds of a listed state's entity.
+	Entity(ctx context.Context, tenant, typ, id string) (inbox.Entity, error)
 }
 
 // ErrNoCheckpoints is returned by New for a store that keeps no
@@ -86,8 +85,9 @@ func New(o Options) (*Runner, error) {
 	if now == nil {
 		now = time.Now
 	}
-	list, err := p.Reconcile(provider.ReconcileConfig{APIURL: o.Config.APIURL, Key: o.Config.Credential(),
-		Client: client, Now: now})
+	pc := o.Config.Provider()
+	pc.Client, pc.Now = client, now
+	list, err := p.Reconcile(pc)
 	if err != nil {
 		return nil, fmt.Errorf("source %s: %w", o.Source.Name, err)
 	}
@@ -153,32 +153,53 @@ func (r *Runner) Run(ctx context.Context, o RunOptions) (inbox.RunState, error) 
 	}
 	var firstFailure error
 	failures := 0
-	err = r.list.List(ctx, provider.ListQuery{Since: run.Since, Types: r.cfg.Types, After: run.After}, func(p provider.Page) error {
-		var items []inbox.Item
-		for _, d := range p.Deliveries {
-			its, err := r.items(d)
-			if err != nil {
-				run.Failed++
-				failures++
-				if firstFailure == nil {
-					firstFailure = fmt.Errorf("event %s: %w", d.ID, err)
-				}
-				continue
-			}
-			items = append(items, its...)
+	fail := func(d provider.Delivery, err error) {
+		run.Failed++
+		failures++
+		if firstFailure == nil {
+			firstFailure = fmt.Errorf("event %s: %w", d.ID, err)
 		}
+	}
+	err = r.list.List(ctx, provider.ListQuery{Since: run.Since, Types: r.cfg.Types, After: run.After}, func(p provider.Page) error {
 		run.Listed += int64(len(p.Deliveries))
 		r.count(OutcomeListed, len(p.Deliveries))
-		had, recovered, err := r.offer(ctx, items, o.DryRun)
+		var had, recovered int
+		var err error
+		if rd, ok := r.list.(provider.Redeliverer); ok {
+			had, recovered, err = r.redeliver(ctx, rd, p.Deliveries, o.DryRun, fail)
+		} else {
+			var items []inbox.Item
+			held := 0
+			for _, d := range p.Deliveries {
+				its, err := r.items(d)
+				if err != nil {
+					fail(d, err)
+					continue
+				}
+				if d.State {
+					n := len(its)
+					if its, err = r.newer(ctx, its); err != nil {
+						return err
+					}
+					held += n - len(its)
+				}
+				items = append(items, its...)
+			}
+			had, recovered, err = r.offer(ctx, items, o.DryRun)
+			had += held
+			if !o.DryRun {
+				r.count(OutcomeHad, held)
+			}
+			if recovered > 0 && !o.DryRun {
+				r.stored()
+			}
+		}
 		if err != nil {
 			return err
 		}
 		run.Had += int64(had)
 		run.Recovered += int64(recovered)
 		run.After = p.Next
-		if recovered > 0 {
-			r.stored()
-		}
 		if !resumable {
 			return nil
 		}
@@ -239,25 +260,11 @@ func (r *Runner) items(d provider.Delivery) ([]inbox.Item, error) {
 	return intake.ListedItems(r.src, h, d.Body)
 }
 
-// offer accepts items as recovered events, or on a dry run looks them up,
-// and says how many the inbox had and how many are new.
+// offer accepts items as recovered events, or on a dry run looks their
+// keys up, and says how many the inbox had and how many are new.
 func (r *Runner) offer(ctx context.Context, items []inbox.Item, dry bool) (had, recovered int, err error) {
 	if len(items) == 0 {
 		return 0, 0, nil
-	}
-	if dry {
-		for _, it := range items {
-			evs, err := r.store.List(ctx, inbox.Filter{Hash: it.Event.Hash, Limit: 1})
-			if err != nil {
-				return had, recovered, err
-			}
-			if len(evs) > 0 {
-				had++
-			} else {
-				recovered++
-			}
-		}
-		return had, recovered, nil
 	}
 	// A listing may repeat an event across pages; Accept takes each key
 	// once per batch.
@@ -270,6 +277,24 @@ func (r *Runner) offer(ctx context.Context, items []inbox.Item, dry bool) (had, 
 		}
 	}
 	had = len(items) - len(batch)
+	if dry {
+		hashes := make([]dedupe.Hash, len(batch))
+		for i, it := range batch {
+			hashes[i] = it.Event.Hash
+		}
+		have, err := r.store.Have(ctx, hashes)
+		if err != nil {
+			return had, 0, err
+		}
+		for _, h := range have {
+			if h {
+				had++
+			} else {
+				recovered++
+			}
+		}
+		return had, recovered, nil
+	}
 	for start := 0; start < len(batch); start += maxBatch {
 		part := batch[start:min(start+maxBatch, len(batch))]
 		out, err := r.store.AcceptRecovered(ctx, part)
@@ -287,6 +312,75 @@ func (r *Runner) offer(ctx context.Context, items []inbox.Item, dry bool) (had, 
 	r.count(OutcomeHad, had)
 	r.count(OutcomeRecovered, recovered)
 	return had, recovered, nil
+}
+
+// newer keeps the listed states of items that are newer than what the
+// inbox holds of their entities: a state the entity holds, or an older
+// one, is had, whichever key brought it (a webhook's, or an earlier
+// run's).
+func (r *Runner) newer(ctx context.Context, items []inbox.Item) ([]inbox.Item, error) {
+	out := items[:0]
+	for _, it := range items {
+		e := it.Event
+		if e.EntityID != "" {
+			held, err := r.store.Entity(ctx, e.Tenant, e.EntityType, e.EntityID)
+			switch {
+			case err == nil && held.Order >= e.EntityOrder:
+				continue
+			case err != nil && !errors.Is(err, inbox.ErrNotFound):
+				return nil, err
+			}
+		}
+		out = append(out, it)
+	}
+	return out, nil
+}
+
+// redeliver asks the provider to send again each delivery whose key the
+// inbox does not hold, or on a dry run counts them, and says how many the
+// inbox had and how many it asked for. A delivery that cannot be keyed,
+// or whose redelivery the provider refuses, fails alone.
+func (r *Runner) redeliver(ctx context.Context, rd provider.Redeliverer, ds []provider.Delivery, dry bool,
+	fail func(provider.Delivery, error)) (had, asked int, err error) {
+	keyed := make([]provider.Delivery, 0, len(ds))
+	hashes := make([]dedupe.Hash, 0, len(ds))
+	for _, d := range ds {
+		_, h, err := r.src.HeaderKey(d.Header)
+		if err != nil {
+			fail(d, err)
+			continue
+		}
+		keyed = append(keyed, d)
+		hashes = append(hashes, h)
+	}
+	if len(keyed) == 0 {
+		return 0, 0, nil
+	}
+	have, err := r.store.Have(ctx, hashes)
+	if err != nil {
+		return 0, 0, err
+	}
+	for i, d := range keyed {
+		switch {
+		case have[i]:
+			had++
+		case dry:
+			asked++
+		default:
+			if err := rd.Redeliver(ctx, d); errors.Is(err, provider.ErrRefused) {
+				fail(d, err)
+				continue
+			} else if err != nil {
+				return had, asked, err
+			}
+			asked++
+		}
+	}
+	if !dry {
+		r.count(OutcomeHad, had)
+		r.count(OutcomeRecovered, asked)
+	}
+	return had, asked, nil
 }
 
 // maxBatch is the most events one AcceptRecovered takes, intake's batch.

@@ -3,8 +3,11 @@ package reconcile_test
 import (
 	"context"
 	"fmt"
+	"io"
+	"net/http"
 	"net/http/httptest"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
@@ -14,6 +17,8 @@ import (
 	"github.com/hookgate/hookgate/internal/inbox/sqlite"
 	"github.com/hookgate/hookgate/internal/intake"
 	"github.com/hookgate/hookgate/internal/reconcile"
+	"github.com/hookgate/hookgate/internal/reconcile/githubfake"
+	"github.com/hookgate/hookgate/internal/reconcile/shopifyfake"
 	"github.com/hookgate/hookgate/internal/reconcile/stripefake"
 	"github.com/hookgate/hookgate/internal/source"
 )
@@ -226,5 +231,133 @@ func TestOnDemandRunMovesTheCheckpointOnlyWhenItCovers(t *testing.T) {
 	}
 	if cp, _ := b.store.Checkpoint(t.Context(), "pay"); !cp.Through.Equal(long.Started) {
 		t.Fatalf("after a run of the last hour: checkpoint %v, want its start %v", cp.Through, long.Started)
+	}
+}
+
+// A GitHub run asks GitHub to redeliver each listed GUID whose key the
+// inbox lacks, once however often GitHub tried it, and stores nothing
+// itself: the redeliveries come as webhooks. A dry run asks nothing, and
+// once the redeliveries came, a rerun asks nothing either.
+func TestRunAsksGitHubToRedeliver(t *testing.T) {
+	t.Parallel()
+	store, err := sqlite.Open(filepath.Join(t.TempDir(), "inbox.db"), sqlite.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { store.Close() })
+	src, err := source.New(config.Source{Name: "gh", Provider: "github", Secret: config.NewSecret("hook-secret")}, config.Default().Dedupe)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The hook's URL stores what it is sent as intake keys it.
+	hook := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		items, err := intake.ListedItems(src, r.Header, body)
+		if err == nil {
+			_, err = store.Accept(r.Context(), items)
+		}
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusInternalServerError)
+		}
+	}))
+	t.Cleanup(hook.Close)
+	api := githubfake.New("ghp_token", "repos/acme/shop/hooks/1", "hook-secret")
+	api.Target(hook.URL)
+	apiSrv := httptest.NewServer(api)
+	t.Cleanup(apiSrv.Close)
+	t.Cleanup(api.Wait)
+	now := time.Now()
+	for i := range 30 {
+		d := githubfake.Delivery{GUID: fmt.Sprintf("guid-%02d", i), Event: "push", At: now.Add(-time.Duration(30-i) * time.Minute), Body: []byte(`{}`)}
+		if i%3 == 0 {
+			if code, err := api.Deliver(d); err != nil || code != http.StatusAccepted && code != http.StatusOK {
+				t.Fatalf("deliver %s: %d %v", d.GUID, code, err)
+			}
+			continue
+		}
+		api.Add(d)
+		if i == 1 {
+			d.At = d.At.Add(time.Second)
+			api.Add(d)
+		}
+	}
+	runner, err := reconcile.New(reconcile.Options{Source: src, Store: store, Client: apiSrv.Client(),
+		Config: config.Reconcile{Overlap: config.DefaultReconcileOverlap, Lookback: config.DefaultReconcileLookback,
+			Rate: config.Rate{N: 1000, Per: time.Second}, Token: config.NewSecret("ghp_token"), APIURL: apiSrv.URL,
+			Hook: "repos/acme/shop/hooks/1"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dry, err := runner.Run(t.Context(), reconcile.RunOptions{DryRun: true, Since: time.Hour})
+	if err != nil || dry.Listed != 30 || dry.Had != 10 || dry.Recovered != 20 || len(api.Redelivered()) != 0 {
+		t.Fatalf("dry run: %+v, %v; redelivered %v", dry, err, api.Redelivered())
+	}
+	run, err := runner.Run(t.Context(), reconcile.RunOptions{})
+	if err != nil || run.Listed != 30 || run.Had != 10 || run.Recovered != 20 || run.Failed != 0 {
+		t.Fatalf("run: %+v, %v", run, err)
+	}
+	api.Wait()
+	asked := api.Redelivered()
+	slices.Sort(asked)
+	if len(asked) != 20 || len(slices.Compact(asked)) != 20 {
+		t.Fatalf("redelivered %v, want the 20 GUIDs not had, once each", asked)
+	}
+	evs, err := store.List(t.Context(), inbox.Filter{Limit: 100})
+	if err != nil || len(evs) != 30 {
+		t.Fatalf("%d events stored, want 30 (%v)", len(evs), err)
+	}
+	for _, e := range evs {
+		if e.Via != "" {
+			t.Errorf("%s stored via %q: a redelivery comes through intake", e.EventID, e.Via)
+		}
+	}
+	rerun, err := runner.Run(t.Context(), reconcile.RunOptions{})
+	if err != nil || rerun.Recovered != 0 || rerun.Had != rerun.Listed || len(api.Redelivered()) != 20 {
+		t.Fatalf("rerun: %+v, %v; %d redeliveries", rerun, err, len(api.Redelivered()))
+	}
+}
+
+// A Shopify run accepts each listed object as a state under a key made
+// from the object and its updated_at: listed again, before any is
+// applied, each is a duplicate; a newer state of one object is new.
+func TestRunKeepsShopifyStatesOnce(t *testing.T) {
+	t.Parallel()
+	store, err := sqlite.Open(filepath.Join(t.TempDir(), "inbox.db"), sqlite.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { store.Close() })
+	src, err := source.New(config.Source{Name: "shop", Provider: "shopify", Secret: config.NewSecret("app-secret")}, config.Default().Dedupe)
+	if err != nil {
+		t.Fatal(err)
+	}
+	api := shopifyfake.New("shpat_token")
+	now := time.Now().Truncate(time.Second)
+	for i := range 40 {
+		api.Add("products", shopifyfake.Object{ID: int64(i + 1), UpdatedAt: now.Add(-time.Duration(i) * time.Minute)})
+	}
+	apiSrv := httptest.NewServer(api)
+	t.Cleanup(apiSrv.Close)
+	runner, err := reconcile.New(reconcile.Options{Source: src, Store: store, Client: apiSrv.Client(),
+		Config: config.Reconcile{Overlap: config.DefaultReconcileOverlap, Lookback: config.DefaultReconcileLookback,
+			Rate: config.Rate{N: 1000, Per: time.Second}, Token: config.NewSecret("shpat_token"), APIURL: apiSrv.URL,
+			Shop: "acme.myshopify.com", Resources: []string{"products"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dry, err := runner.Run(t.Context(), reconcile.RunOptions{DryRun: true})
+	if err != nil || dry.Listed != 40 || dry.Recovered != 40 {
+		t.Fatalf("dry run: %+v, %v", dry, err)
+	}
+	for i, want := range []int64{40, 0} {
+		run, err := runner.Run(t.Context(), reconcile.RunOptions{Since: 2 * time.Hour})
+		if err != nil || run.Listed != 40 || run.Recovered != want || run.Had != 40-want {
+			t.Fatalf("run %d: %+v, %v; want %d recovered", i+1, run, err, want)
+		}
+	}
+	api.Add("products", shopifyfake.Object{ID: 3, UpdatedAt: now.Add(time.Second)})
+	run, err := runner.Run(t.Context(), reconcile.RunOptions{Since: 2 * time.Hour})
+	if err != nil || run.Listed != 41 || run.Recovered != 1 {
+		t.Fatalf("after an update: %+v, %v", run, err)
 	}
 }

@@ -376,6 +376,20 @@ func (s *Source) Events(r *http.Request, body []byte, pathTenant string) ([]Even
 	}
 }
 
+// HeaderKey keys a delivery known by its headers alone, as a provider's
+// listing of deliveries describes them (GitHub's: the delivery's GUID and
+// event): what Events would give a request with these headers, when the
+// key, scope and tenant read nothing else. A selector of them that reads
+// the body or the path finds nothing, and the error names it.
+func (s *Source) HeaderKey(h http.Header) (dedupe.Key, dedupe.Hash, error) {
+	r := &http.Request{Header: h}
+	ev, err := s.event(&input{r: r}, 0, nil, nil)
+	if err != nil {
+		return dedupe.Key{}, dedupe.Hash{}, err
+	}
+	return ev.Key, ev.Hash, nil
+}
+
 // single keys a body that is one event.
 func (s *Source) single(in *input, body []byte, headers map[string]string) ([]Event, error) {
 	ev, err := s.event(in, 0, body, headers)

@@ -1,6 +1,7 @@
 package inboxtest
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -20,6 +21,7 @@ func ExerciseReconciliations(t *testing.T, newStore func(t *testing.T, clock *Cl
 	}{
 		{"Via", testVia},
 		{"CheckpointRoundTrip", testCheckpointRoundTrip},
+		{"Have", testHave},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -143,5 +145,40 @@ func checkCheckpoint(t *testing.T, got, want inbox.Checkpoint) {
 	}
 	if got.Source != want.Source || !got.Through.Equal(want.Through) || !same(got.Run, want.Run) || !same(got.Last, want.Last) {
 		t.Errorf("checkpoint of %s:\n got %+v\nwant %+v", want.Source, got, want)
+	}
+}
+
+// testHave: the keys Have finds are those Accept would call duplicates:
+// of events accepted or recovered, within their window, however many are
+// asked at once, in the order asked.
+func testHave(b *bundle) {
+	r := b.reconciliations()
+	var items []inbox.Item
+	for i := range 300 {
+		items = append(items, item(fmt.Sprintf("evt_%03d", i)))
+	}
+	b.add(items[:150]...)
+	if _, err := r.AcceptRecovered(b.ctx, items[150:200]); err != nil {
+		b.t.Fatal(err)
+	}
+	hashes := make([]dedupe.Hash, len(items))
+	for i, it := range items {
+		hashes[len(items)-1-i] = it.Event.Hash
+	}
+	got, err := r.Have(b.ctx, hashes)
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	for i, have := range got {
+		if want := len(items)-1-i < 200; have != want {
+			b.t.Errorf("Have %s: %v, want %v", items[len(items)-1-i].Event.EventID, have, want)
+		}
+	}
+	b.clock.Advance(window)
+	if got, err := r.Have(b.ctx, []dedupe.Hash{items[0].Event.Hash}); err != nil || got[0] {
+		b.t.Errorf("Have of a key whose window has passed: %v, %v", got, err)
+	}
+	if out := b.accept(items[0]); out[0].Status != dedupe.New {
+		b.t.Errorf("Accept of the key whose window passed: %s, want new", out[0].Status)
 	}
 }

@@ -159,3 +159,39 @@ func scanCheckpoint(row pgx.Row) (inbox.Checkpoint, error) {
 	}
 	return cp, nil
 }
+
+// Have implements inbox.Reconciliations: a key row exists only once its
+// event is committed (they are written in one transaction), and is held
+// until it expires by the database's clock.
+func (s *Store) Have(ctx context.Context, hashes []dedupe.Hash) ([]bool, error) {
+	raw := make([][]byte, len(hashes))
+	for i := range hashes {
+		raw[i] = hashes[i][:]
+	}
+	rows, err := s.pool.Query(ctx, `SELECT hash FROM inbox_keys
+		WHERE hash = ANY($2) AND expires > coalesce($1::timestamptz, now())`, s.clock(), raw)
+	if err != nil {
+		return nil, inbox.Fail(ctx, "have", err)
+	}
+	defer rows.Close()
+	held := make(map[dedupe.Hash]bool, len(hashes))
+	for rows.Next() {
+		var b []byte
+		if err := rows.Scan(&b); err != nil {
+			return nil, inbox.Fail(ctx, "have", err)
+		}
+		h, err := dedupe.HashFromBytes(b)
+		if err != nil {
+			return nil, inbox.Fail(ctx, "have", err)
+		}
+		held[h] = true
+	}
+	if err := rows.Err(); err != nil {
+		return nil, inbox.Fail(ctx, "have", err)
+	}
+	out := make([]bool, len(hashes))
+	for i, h := range hashes {
+		out[i] = held[h]
+	}
+	return out, nil
+}

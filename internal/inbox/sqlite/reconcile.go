@@ -9,6 +9,7 @@ import (
 
 	"github.com/hookgate/hookgate/dedupe"
 	"github.com/hookgate/hookgate/internal/inbox"
+	"github.com/hookgate/hookgate/internal/sqlitedb"
 )
 
 var _ inbox.Reconciliations = (*Store)(nil)
@@ -131,4 +132,47 @@ func scanCheckpoint(row interface{ Scan(...any) error }) (inbox.Checkpoint, erro
 		return cp, fmt.Errorf("checkpoint of %s: %w", cp.Source, err)
 	}
 	return cp, nil
+}
+
+// Have implements inbox.Reconciliations: a key is held once committed,
+// until it expires; a lease not committed yet is not (its event may still
+// fail to be stored).
+func (s *Store) Have(ctx context.Context, hashes []dedupe.Hash) ([]bool, error) {
+	held := make(map[dedupe.Hash]bool, len(hashes))
+	now := s.now().UnixNano()
+	for lo := 0; lo < len(hashes); lo += sqlitedb.MaxRows {
+		chunk := hashes[lo:min(lo+sqlitedb.MaxRows, len(hashes))]
+		args := make([]any, 0, len(chunk)+1)
+		args = append(args, now)
+		for _, h := range chunk {
+			args = append(args, h[:])
+		}
+		rows, err := s.db.QueryContext(ctx, `SELECT hash FROM dedupe_keys WHERE committed = 1 AND expires > ? AND hash IN (`+
+			sqlitedb.Rows("?", len(chunk))+`)`, args...)
+		if err != nil {
+			return nil, inbox.Unavailable("have", err)
+		}
+		for rows.Next() {
+			var raw []byte
+			if err := rows.Scan(&raw); err != nil {
+				rows.Close()
+				return nil, inbox.Unavailable("have", err)
+			}
+			h, err := dedupe.HashFromBytes(raw)
+			if err != nil {
+				rows.Close()
+				return nil, inbox.Unavailable("have", err)
+			}
+			held[h] = true
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return nil, inbox.Unavailable("have", err)
+		}
+	}
+	out := make([]bool, len(hashes))
+	for i, h := range hashes {
+		out[i] = held[h]
+	}
+	return out, nil
 }
