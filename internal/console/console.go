@@ -225,9 +225,11 @@ func (c *console) route(h func(http.ResponseWriter, *http.Request) error) http.H
 // layout needs.
 type page struct {
 	Title string
-	// Nav is the navigation entry to mark as current.
+	// Nav is the navigation entry to mark as current; "" on the pages
+	// shown without a session (the sign-in form, errors), which show no
+	// navigation and nothing of the gateway's state.
 	Nav string
-	// CSRF is the session's token for the forms; "" on the sign-in page.
+	// CSRF is the session's token for the forms, or the sign-in form's.
 	CSRF string
 	// Flash is what the POST before this page did; nil after a GET.
 	Flash *flash
@@ -244,7 +246,7 @@ const incidentsTimeout = 2 * time.Second
 // render writes the named page, executed into a buffer first so that a
 // failing template answers 500 instead of half a page.
 func (c *console) render(w http.ResponseWriter, name string, p page) error {
-	if inc, ok := c.store.(inbox.Incidents); ok && p.CSRF != "" {
+	if inc, ok := c.store.(inbox.Incidents); ok && p.Nav != "" {
 		// The page shows without the banner when they cannot be read.
 		ctx, cancel := context.WithTimeout(context.Background(), incidentsTimeout)
 		if open, err := inc.ListIncidents(ctx, false, IncidentsShown); err == nil {

@@ -28,6 +28,11 @@ func TestIncidentsShown(t *testing.T) {
 			t.Errorf("%s shows no banner for the open incident", path)
 		}
 	}
+	// Someone not signed in learns nothing of the incidents (and the
+	// sign-in form reads nothing from the database).
+	if page := b.from("127.0.0.2").get("/ui/login"); strings.Contains(page, "open incident") || strings.Contains(page, "Incidents") {
+		t.Errorf("the sign-in form shows the incidents:\n%s", page)
+	}
 	page := b.get("/ui/incidents")
 	for _, want := range []string{"destination.failing", "failed_attempts 7", "deliver to app: HTTP 503", `href="/ui/destinations/app"`, ">open<"} {
 		if !strings.Contains(page, want) {
