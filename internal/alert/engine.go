@@ -168,6 +168,11 @@ func (e *Engine) Check(parent context.Context) {
 	ctx, cancel := context.WithTimeout(parent, checkTimeout)
 	defer cancel()
 	now := e.now()
+	// The open incidents are read before the state they are judged by:
+	// an incident another node opens after this read is left to the next
+	// check, rather than resolved by state read before it was opened
+	// (a lane this node's stats do not have yet).
+	open, openErr := e.opts.Incidents.ListIncidents(ctx, false, maxOpen)
 	stats, err := e.opts.Store.Stats(ctx)
 	if err != nil {
 		if parent.Err() == nil {
@@ -176,9 +181,8 @@ func (e *Engine) Check(parent context.Context) {
 		return
 	}
 	e.storeUp(parent, now)
-	open, err := e.opts.Incidents.ListIncidents(ctx, false, maxOpen)
-	if err != nil {
-		e.log.Error("alerts: reading incidents", "err", err)
+	if openErr != nil {
+		e.log.Error("alerts: reading incidents", "err", openErr)
 		return
 	}
 	byKey := make(map[key]inbox.Incident, len(open))
