@@ -1,7 +1,6 @@
 package config
 
 import (
-	"strings"
 	"testing"
 	"time"
 )
@@ -45,7 +44,7 @@ func TestDestinationBatchErrors(t *testing.T) {
 			"        url: https://a.example.com/\n      - name: d\n        url: " + url + "\n" + fields
 	}
 	const web = "https://d.example.com/"
-	tests := []struct{ name, yaml, want string }{
+	wantParseErrors(t, []parseErrorCase{
 		{"no max", dest(web, "        batch: {wait: 1s}\n"), "sources[0].destinations[1].batch.max: 0: want 1 to 1000 events"},
 		{"max too large", dest(web, "        batch: {max: 1001}\n"), "sources[0].destinations[1].batch.max: 1001: want 1 to 1000 events"},
 		{"negative max", dest(web, "        batch: {max: -1}\n"), "sources[0].destinations[1].batch.max: -1: want 1 to 1000"},
@@ -56,14 +55,5 @@ func TestDestinationBatchErrors(t *testing.T) {
 		{"rabbitmq", dest("amqp://127.0.0.1:5672", "        routing_key: r\n        batch: {max: 10}\n"), "sources[0].destinations[1].batch: only HTTP destinations take batches; this one is amqp"},
 		{"kafka", dest("kafka://127.0.0.1:9092", "        topic: t\n        batch: {max: 10}\n"), "sources[0].destinations[1].batch: only HTTP destinations take batches; this one is kafka"},
 		{"count header", dest(web, "        headers: {Webhook-Batch-Count: x}\n"), "destinations[1].headers.Webhook-Batch-Count: hookgate sets webhook-batch-count itself"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			t.Parallel()
-			_, err := parse([]byte(tt.yaml), "", lookupTestEnv)
-			if err == nil || !strings.Contains(err.Error(), tt.want) {
-				t.Fatalf("error = %v, want one containing %q", err, tt.want)
-			}
-		})
-	}
+	})
 }

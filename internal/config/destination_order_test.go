@@ -45,7 +45,7 @@ func TestDestinationOrderErrors(t *testing.T) {
 		return "sources:\n  - name: s\n    provider: github\n    secret: env:GITHUB_SECRET\n    destinations:\n      - name: d\n" +
 			"        url: https://a.example.com/\n" + fields
 	}
-	tests := []struct{ name, yaml, want string }{
+	wantParseErrors(t, []parseErrorCase{
 		{"unknown order", dest("        order: fifo\n"), `destinations[0].order: "fifo": want entity`},
 		{"unknown on_exhausted", dest("        order: entity\n        on_exhausted: drop\n"), `destinations[0].on_exhausted: "drop": want skip or block`},
 		{"on_exhausted without order", dest("        on_exhausted: block\n"), `destinations[0].on_exhausted: "block" needs order: entity`},
@@ -54,7 +54,17 @@ func TestDestinationOrderErrors(t *testing.T) {
 		{"order_key path", dest("        order: entity\n        order_key: path\n"), `destinations[0].order_key: "path": want json:PATH`},
 		{"bad order_key", dest("        order: entity\n        order_key: json:a..b\n"), `destinations[0].order_key: bad selector "json:a..b": empty key`},
 		{"sequence header", dest("        headers: {Webhook-Sequence: x}\n"), "destinations[0].headers.Webhook-Sequence: hookgate sets webhook-sequence itself"},
-	}
+	})
+}
+
+// parseErrorCase is a config that must be refused, and what the error
+// says.
+type parseErrorCase struct{ name, yaml, want string }
+
+// wantParseErrors checks that each case's config is refused with an
+// error that contains its want.
+func wantParseErrors(t *testing.T, tests []parseErrorCase) {
+	t.Helper()
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()

@@ -1,7 +1,6 @@
 package config
 
 import (
-	"strings"
 	"testing"
 	"time"
 )
@@ -41,19 +40,10 @@ func TestDestinationRateErrors(t *testing.T) {
 		return "sources:\n  - name: s\n    provider: github\n    secret: env:GITHUB_SECRET\n    destinations:\n      - name: d\n" +
 			"        url: https://a.example.com/\n" + fields
 	}
-	tests := []struct{ name, yaml, want string }{
+	wantParseErrors(t, []parseErrorCase{
 		{"words", dest("        rate: fast\n"), `destinations[0].rate: "fast": want a rate like 10/s, 600/m or 1000/h`},
 		{"zero", dest("        rate: 0/s\n"), `destinations[0].rate: "0/s": want a rate like 10/s`},
 		{"unit", dest("        rate: 5/d\n"), `destinations[0].rate: "5/d": want a rate like 10/s`},
 		{"number", dest("        rate: 100\n"), `destinations[0].rate: "100": want a rate like 10/s`},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			t.Parallel()
-			_, err := parse([]byte(tt.yaml), "", lookupTestEnv)
-			if err == nil || !strings.Contains(err.Error(), tt.want) {
-				t.Fatalf("error = %v, want one containing %q", err, tt.want)
-			}
-		})
-	}
+	})
 }
