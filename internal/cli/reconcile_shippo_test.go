@@ -3,12 +3,10 @@ package cli_test
 import (
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
-	"sync"
 	"testing"
 	"time"
 
@@ -16,13 +14,9 @@ import (
 	"github.com/hookgate/hookgate/internal/reconcile/shippofake"
 )
 
-// shippoSink counts the deliveries it gets by tracking number and status.
-type shippoSink struct {
-	mu  sync.Mutex
-	got map[string]int
-}
-
-func (s *shippoSink) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+// shippoDelivered names a delivered track_updated webhook by its tracking
+// number and status.
+func shippoDelivered(body []byte) (string, error) {
 	var e struct {
 		Data struct {
 			Number string `json:"tracking_number"`
@@ -31,24 +25,8 @@ func (s *shippoSink) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			} `json:"tracking_status"`
 		} `json:"data"`
 	}
-	body, _ := io.ReadAll(r.Body)
-	if err := json.Unmarshal(body, &e); err != nil {
-		http.Error(w, err.Error(), http.StatusBadRequest)
-		return
-	}
-	s.mu.Lock()
-	s.got[e.Data.Number+" "+e.Data.Status.Status]++
-	s.mu.Unlock()
-}
-
-func (s *shippoSink) counts() map[string]int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	out := make(map[string]int, len(s.got))
-	for k, v := range s.got {
-		out[k] = v
-	}
-	return out
+	err := json.Unmarshal(body, &e)
+	return e.Data.Number + " " + e.Data.Status.Status, err
 }
 
 // Tracking numbers whose updates came as webhooks and numbers whose last
@@ -69,7 +47,7 @@ func TestReconcileAsksShippoAboutOpenNumbers(t *testing.T) {
 	api := shippofake.New(token)
 	apiSrv := httptest.NewServer(api)
 	t.Cleanup(apiSrv.Close)
-	sink := &shippoSink{got: map[string]int{}}
+	sink := &rcSink{got: map[string]int{}, name: shippoDelivered}
 	sinkSrv := httptest.NewServer(sink)
 	t.Cleanup(sinkSrv.Close)
 	dir := t.TempDir()

@@ -355,6 +355,18 @@ func jsonMessage(body []byte) string {
 	return s
 }
 
+// fieldMessage is the message of a JSON error body whose string field
+// name holds it (GitHub's {"message"}, Shippo's {"detail"}), or
+// jsonMessage's when it is not one.
+func fieldMessage(body []byte, name string) string {
+	var e map[string]json.RawMessage
+	var msg string
+	if json.Unmarshal(body, &e) == nil && json.Unmarshal(e[name], &msg) == nil && msg != "" {
+		return msg
+	}
+	return jsonMessage(body)
+}
+
 // nextLink is the query of the rel="next" link of a Link header (RFC
 // 8288), by which GitHub and Shopify page; empty when there is none.
 func nextLink(link string) url.Values {

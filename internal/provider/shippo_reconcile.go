@@ -38,7 +38,7 @@ func newShippoReconciler(c ReconcileConfig) (Reconciler, error) {
 		return nil, fmt.Errorf("shippo reconcile: %w", err)
 	}
 	api.describe = func(status int, body []byte) string {
-		msg := shippoMessage(body)
+		msg := fieldMessage(body, "detail")
 		switch status {
 		case http.StatusUnauthorized, http.StatusForbidden:
 			return "the API token was refused: " + msg
@@ -46,18 +46,6 @@ func newShippoReconciler(c ReconcileConfig) (Reconciler, error) {
 		return msg
 	}
 	return &shippoReconciler{api: api}, nil
-}
-
-// shippoMessage is the message of a Shippo error body {"detail"}, or the
-// body's start.
-func shippoMessage(body []byte) string {
-	var e struct {
-		Detail string `json:"detail"`
-	}
-	if json.Unmarshal(body, &e) == nil && e.Detail != "" {
-		return e.Detail
-	}
-	return jsonMessage(body)
 }
 
 // shippoTrack is what the reconciler reads of a track_updated webhook's
