@@ -37,23 +37,36 @@ type rcGateway struct {
 	intake string
 }
 
-// rcSink counts the deliveries it gets by the id in their body.
+// rcSink counts the deliveries it gets by the id in their body, or by
+// what its name says of the body when set.
 type rcSink struct {
-	mu  sync.Mutex
-	got map[string]int
+	mu   sync.Mutex
+	got  map[string]int
+	name func(body []byte) (string, error)
 }
 
 func (s *rcSink) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	// Stripe's and GitHub's test ids are strings, Shopify's numbers.
-	var e struct{ ID json.RawMessage }
 	body, _ := io.ReadAll(r.Body)
-	if err := json.Unmarshal(body, &e); err != nil {
+	name := s.name
+	if name == nil {
+		name = bodyID
+	}
+	k, err := name(body)
+	if err != nil {
 		http.Error(w, err.Error(), http.StatusBadRequest)
 		return
 	}
 	s.mu.Lock()
-	s.got[strings.Trim(string(e.ID), `"`)]++
+	s.got[k]++
 	s.mu.Unlock()
+}
+
+// bodyID is the id of a JSON body: Stripe's and GitHub's test ids are
+// strings, Shopify's numbers.
+func bodyID(body []byte) (string, error) {
+	var e struct{ ID json.RawMessage }
+	err := json.Unmarshal(body, &e)
+	return strings.Trim(string(e.ID), `"`), err
 }
 
 func (s *rcSink) counts() map[string]int {

@@ -66,4 +66,24 @@ type Reconciliations interface {
 	SaveCheckpoint(ctx context.Context, cp Checkpoint) error
 	// Checkpoints returns every source's checkpoint, by source name.
 	Checkpoints(ctx context.Context) ([]Checkpoint, error)
+	// OpenEntities pages the entities last written by an event of
+	// source whose state is none of final: at most limit, in (tenant,
+	// type, id) order after the entity after, each with the payload of
+	// the event that wrote it. An entity whose event was swept is not
+	// among them, since nothing of it but its state is left.
+	OpenEntities(ctx context.Context, source string, final []string, after EntityRef, limit int) ([]OpenEntity, error)
+}
+
+// EntityRef names an entity; the zero one sorts before every other.
+type EntityRef struct {
+	Tenant, Type, ID string
+}
+
+// OpenEntity is an entity in a state that is not final, as
+// Reconciliations.OpenEntities returns it.
+type OpenEntity struct {
+	EntityRef
+	State string
+	// Payload is the request body of the event that last wrote it.
+	Payload []byte
 }

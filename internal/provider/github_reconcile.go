@@ -95,15 +95,7 @@ func newGitHubReconciler(c ReconcileConfig) (Reconciler, error) {
 
 // githubMessage is the message of a GitHub error body {"message"}, or the
 // body's start.
-func githubMessage(body []byte) string {
-	var e struct {
-		Message string `json:"message"`
-	}
-	if json.Unmarshal(body, &e) == nil && e.Message != "" {
-		return e.Message
-	}
-	return jsonMessage(body)
-}
+func githubMessage(body []byte) string { return fieldMessage(body, "message") }
 
 // githubLimited reads GitHub's rate limits answered 403: the primary one
 // (X-RateLimit-Remaining: 0, waiting until X-RateLimit-Reset) and the

@@ -53,6 +53,26 @@ type ListQuery struct {
 	// After resumes a listing after the page whose Next it is; "" starts
 	// at the beginning.
 	After string
+	// Open pages the source's entities whose state is none of the
+	// provider's FinalStates, for a reconciler that asks the provider
+	// about each (Shippo's): at most limit, after the entity after, in
+	// one fixed order. The runner sets it for a provider with
+	// FinalStates.
+	Open func(ctx context.Context, after EntityRef, limit int) ([]OpenEntity, error)
+}
+
+// EntityRef names an entity the inbox holds; the zero one comes before
+// every other.
+type EntityRef struct {
+	Tenant, Type, ID string
+}
+
+// OpenEntity is an entity in a state that is not final.
+type OpenEntity struct {
+	EntityRef
+	State string
+	// Payload is the request body of the event that last wrote it.
+	Payload []byte
 }
 
 // Page is one page of a listing.
@@ -333,6 +353,18 @@ func jsonMessage(body []byte) string {
 		s = string(r[:200]) + "…"
 	}
 	return s
+}
+
+// fieldMessage is the message of a JSON error body whose string field
+// name holds it (GitHub's {"message"}, Shippo's {"detail"}), or
+// jsonMessage's when it is not one.
+func fieldMessage(body []byte, name string) string {
+	var e map[string]json.RawMessage
+	var msg string
+	if json.Unmarshal(body, &e) == nil && json.Unmarshal(e[name], &msg) == nil && msg != "" {
+		return msg
+	}
+	return jsonMessage(body)
 }
 
 // nextLink is the query of the rel="next" link of a Link header (RFC

@@ -100,6 +100,10 @@ type Provider struct {
 	// ReconcileCheck checks those fields, each Problem's Field relative
 	// to the reconcile block; nil checks nothing.
 	ReconcileCheck func(c ReconcileConfig) []Problem
+	// FinalStates are the entity states after which the provider sends
+	// nothing more; set, its reconciler asks about the source's other
+	// entities (ListQuery.Open) rather than listing events.
+	FinalStates []string
 }
 
 // Need is whether a source of a provider needs a signing secret.

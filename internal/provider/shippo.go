@@ -28,10 +28,13 @@ func init() {
 			},
 		},
 		Notes: Notes{
-			Signed: "with a secret, the body and the t= timestamp; with a token only, nothing",
-			Key:    "carrier, tracking number, status and status date",
-			Tenant: "none",
+			Signed:    "with a secret, the body and the t= timestamp; with a token only, nothing",
+			Key:       "carrier, tracking number, status and status date",
+			Tenant:    "none",
+			Recovered: "tracking statuses newer than the inbox's: accepted as states, via reconcile",
 		},
+		Reconcile:   newShippoReconciler,
+		FinalStates: shippoFinal,
 		Examples: []Example{
 			{"track_updated", "track_updated.json", "a parcel's tracking status became TRANSIT"},
 		},

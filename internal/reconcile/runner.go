@@ -62,6 +62,9 @@ type Runner struct {
 	log     *slog.Logger
 	metrics *Metrics
 	stored  func()
+	// final are the provider's final entity states; set, a run lists
+	// the source's other entities (provider.ListQuery.Open).
+	final []string
 }
 
 // New builds the runner of o.Source, with its provider's reconciler.
@@ -92,7 +95,7 @@ func New(o Options) (*Runner, error) {
 		return nil, fmt.Errorf("source %s: %w", o.Source.Name, err)
 	}
 	r := &Runner{src: o.Source, cfg: o.Config, list: list, store: store, now: now, log: o.Logger,
-		metrics: o.Metrics, stored: o.Stored}
+		metrics: o.Metrics, stored: o.Stored, final: p.FinalStates}
 	if r.log == nil {
 		r.log = slog.New(slog.DiscardHandler)
 	}
@@ -160,7 +163,11 @@ func (r *Runner) Run(ctx context.Context, o RunOptions) (inbox.RunState, error) 
 			firstFailure = fmt.Errorf("event %s: %w", d.ID, err)
 		}
 	}
-	err = r.list.List(ctx, provider.ListQuery{Since: run.Since, Types: r.cfg.Types, After: run.After}, func(p provider.Page) error {
+	q := provider.ListQuery{Since: run.Since, Types: r.cfg.Types, After: run.After}
+	if r.final != nil {
+		q.Open = r.open
+	}
+	err = r.list.List(ctx, q, func(p provider.Page) error {
 		run.Listed += int64(len(p.Deliveries))
 		r.count(OutcomeListed, len(p.Deliveries))
 		var had, recovered int
@@ -235,6 +242,19 @@ func (r *Runner) Run(ctx context.Context, o RunOptions) (inbox.RunState, error) 
 	}
 	r.report(run, cp, err, failures, firstFailure)
 	return run, err
+}
+
+// open pages the source's entities whose state is not final.
+func (r *Runner) open(ctx context.Context, after provider.EntityRef, limit int) ([]provider.OpenEntity, error) {
+	open, err := r.store.OpenEntities(ctx, r.src.Name, r.final, inbox.EntityRef(after), limit)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]provider.OpenEntity, len(open))
+	for i, e := range open {
+		out[i] = provider.OpenEntity{EntityRef: provider.EntityRef(e.EntityRef), State: e.State, Payload: e.Payload}
+	}
+	return out, nil
 }
 
 // advance moves cp's checkpoint to the start of run, which listed every

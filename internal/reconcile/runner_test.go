@@ -18,6 +18,7 @@ import (
 	"github.com/hookgate/hookgate/internal/intake"
 	"github.com/hookgate/hookgate/internal/reconcile"
 	"github.com/hookgate/hookgate/internal/reconcile/githubfake"
+	"github.com/hookgate/hookgate/internal/reconcile/shippofake"
 	"github.com/hookgate/hookgate/internal/reconcile/shopifyfake"
 	"github.com/hookgate/hookgate/internal/reconcile/stripefake"
 	"github.com/hookgate/hookgate/internal/source"
@@ -359,5 +360,105 @@ func TestRunKeepsShopifyStatesOnce(t *testing.T) {
 	run, err := runner.Run(t.Context(), reconcile.RunOptions{Since: 2 * time.Hour})
 	if err != nil || run.Listed != 41 || run.Recovered != 1 {
 		t.Fatalf("after an update: %+v, %v", run, err)
+	}
+}
+
+// A Shippo run asks about each tracking number of the source not in a
+// final status, a page of 100 at a time: a status the webhook brought is
+// already had, a newer one is recovered once, and a final number is not
+// asked about.
+func TestRunAsksShippoAboutOpenNumbers(t *testing.T) {
+	t.Parallel()
+	store, err := sqlite.Open(filepath.Join(t.TempDir(), "inbox.db"), sqlite.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { store.Close() })
+	src, err := source.New(config.Source{Name: "ship", Provider: "shippo", Secret: config.NewSecret("shippo-secret")}, config.Default().Dedupe)
+	if err != nil {
+		t.Fatal(err)
+	}
+	api := shippofake.New("shippo_test_token")
+	now := time.Now().Truncate(time.Second)
+	var ids []int64
+	wantAsked := map[string]bool{}
+	moved := 0
+	for i := range 230 {
+		tr := shippofake.Track{Carrier: "usps", Number: fmt.Sprintf("92055901%06d", i), Status: "TRANSIT", StatusDate: now.Add(-time.Hour)}
+		if i%10 == 0 {
+			tr.Status = "DELIVERED"
+		}
+		items, err := intake.ListedItems(src, nil, tr.Webhook())
+		if err != nil {
+			t.Fatal(err)
+		}
+		out, err := store.Accept(t.Context(), items)
+		if err != nil || out[0].Status != dedupe.New {
+			t.Fatalf("webhook of %s: %v %v", tr.Number, out, err)
+		}
+		ids = append(ids, out[0].ID)
+		if tr.Status != "DELIVERED" {
+			wantAsked["/tracks/usps/"+tr.Number] = true
+			if i%3 == 0 {
+				tr.Status, tr.StatusDate = "DELIVERED", now
+				moved++
+			}
+		}
+		api.Set(tr)
+	}
+	var evs []inbox.Event
+	for _, id := range ids {
+		e, err := store.Get(t.Context(), id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		evs = append(evs, e)
+	}
+	if _, err := store.Apply(t.Context(), evs); err != nil {
+		t.Fatal(err)
+	}
+	api.RateLimit(7)
+	apiSrv := httptest.NewServer(api)
+	t.Cleanup(apiSrv.Close)
+	runner, err := reconcile.New(reconcile.Options{Source: src, Store: store, Client: apiSrv.Client(),
+		Config: config.Reconcile{Overlap: config.DefaultReconcileOverlap, Lookback: config.DefaultReconcileLookback,
+			Rate: config.Rate{N: 1000, Per: time.Second}, Token: config.NewSecret("shippo_test_token"), APIURL: apiSrv.URL}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	open := int64(len(wantAsked))
+	for i, want := range []int64{int64(moved), 0} {
+		run, err := runner.Run(t.Context(), reconcile.RunOptions{})
+		if err != nil || run.Listed != open || run.Recovered != want || run.Had != open-want {
+			t.Fatalf("run %d: %+v, %v; want %d listed, %d recovered", i+1, run, err, open, want)
+		}
+	}
+	asked := map[string]int{}
+	for _, path := range api.Requests() {
+		asked[path]++
+	}
+	for path, n := range asked {
+		if !wantAsked[path] {
+			t.Errorf("asked about %s (%d times), whose status is final or not the source's", path, n)
+		}
+	}
+	if len(asked) != len(wantAsked) {
+		t.Errorf("asked about %d numbers, want the %d open ones", len(asked), len(wantAsked))
+	}
+	all, err := store.List(t.Context(), inbox.Filter{Limit: 10000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	recovered := 0
+	for _, e := range all {
+		if e.Via == inbox.ViaReconcile {
+			recovered++
+			if e.EntityState != "DELIVERED" {
+				t.Errorf("recovered %s in state %q, want DELIVERED", e.EventID, e.EntityState)
+			}
+		}
+	}
+	if recovered != moved {
+		t.Errorf("%d events recovered, want %d", recovered, moved)
 	}
 }

@@ -22,6 +22,7 @@ func ExerciseReconciliations(t *testing.T, newStore func(t *testing.T, clock *Cl
 		{"Via", testVia},
 		{"CheckpointRoundTrip", testCheckpointRoundTrip},
 		{"Have", testHave},
+		{"OpenEntities", testOpenEntities},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -180,5 +181,56 @@ func testHave(b *bundle) {
 	}
 	if out := b.accept(items[0]); out[0].Status != dedupe.New {
 		b.t.Errorf("Accept of the key whose window passed: %s, want new", out[0].Status)
+	}
+}
+
+// testOpenEntities: OpenEntities pages, in (tenant, type, id) order, the
+// entities whose last event is of the source and whose state is not
+// final, each with that event's payload; an entity that reached a final
+// state, or was last written by another source, is not among them.
+func testOpenEntities(b *bundle) {
+	r := b.reconciliations()
+	ids := b.add(
+		item("ch_1-open", entity("ch_1", 10, "open")),
+		item("ch_2-paid", entity("ch_2", 10, "paid")),
+		item("ch_3-open", entity("ch_3", 10, "open")),
+		item("ch_3-pending", entity("ch_3", 20, "pending")),
+		item("ch_4-open", entity("ch_4", 10, "open")),
+		item("ch_4-refunded", entity("ch_4", 20, "refunded")),
+		item("ch_5-open", entity("ch_5", 10, "open"), from("other")),
+		item("ch_6-open", entity("ch_6", 10, "open"), of("beta")),
+		item("ch_7-open", entity("ch_7", 10, "open")),
+	)
+	b.apply(b.eventsOf(ids...)...)
+	final := []string{"paid", "refunded"}
+	var got []string
+	after := inbox.EntityRef{}
+	for pages := 0; ; pages++ {
+		if pages > 4 {
+			b.t.Fatalf("OpenEntities did not end: %v", got)
+		}
+		open, err := r.OpenEntities(b.ctx, "shop", final, after, 2)
+		if err != nil {
+			b.t.Fatal(err)
+		}
+		if len(open) > 2 {
+			b.t.Fatalf("OpenEntities with limit 2 returned %d", len(open))
+		}
+		if len(open) == 0 {
+			break
+		}
+		for _, o := range open {
+			got = append(got, fmt.Sprintf("%s/%s/%s %s %s", o.Tenant, o.Type, o.ID, o.State, o.Payload))
+		}
+		after = open[len(open)-1].EntityRef
+	}
+	want := []string{
+		`acme/charge/ch_1 open {"id":"ch_1-open"}`,
+		`acme/charge/ch_3 pending {"id":"ch_3-pending"}`,
+		`acme/charge/ch_7 open {"id":"ch_7-open"}`,
+		`beta/charge/ch_6 open {"id":"ch_6-open"}`,
+	}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		b.t.Errorf("OpenEntities of shop, paged by 2:\n got %q\nwant %q", got, want)
 	}
 }

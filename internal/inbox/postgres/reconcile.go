@@ -195,3 +195,28 @@ func (s *Store) Have(ctx context.Context, hashes []dedupe.Hash) ([]bool, error) 
 	}
 	return out, nil
 }
+
+// OpenEntities implements inbox.Reconciliations: a walk of the entities'
+// primary key from after, each joined to the event that wrote it.
+func (s *Store) OpenEntities(ctx context.Context, source string, final []string, after inbox.EntityRef, limit int) ([]inbox.OpenEntity, error) {
+	rows, err := s.pool.Query(ctx, `SELECT n.tenant, n.type, n.id, n.state, e.payload
+		FROM inbox_entities n JOIN inbox_events e ON e.id = n.event_id
+		WHERE (n.tenant, n.type, n.id) > ($1, $2, $3) AND e.source = $4 AND n.state <> ALL($5)
+		ORDER BY n.tenant, n.type, n.id LIMIT $6`, after.Tenant, after.Type, after.ID, source, final, limit)
+	if err != nil {
+		return nil, inbox.Fail(ctx, "open entities", err)
+	}
+	defer rows.Close()
+	var out []inbox.OpenEntity
+	for rows.Next() {
+		var o inbox.OpenEntity
+		if err := rows.Scan(&o.Tenant, &o.Type, &o.ID, &o.State, &o.Payload); err != nil {
+			return nil, inbox.Fail(ctx, "open entities", err)
+		}
+		out = append(out, o)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, inbox.Fail(ctx, "open entities", err)
+	}
+	return out, nil
+}
