@@ -542,8 +542,13 @@ func (p *Pool) maxDelay(d Destination) time.Duration {
 	return p.opts.BackoffMax
 }
 
-// sleep waits d, or until ctx ends (returning its error).
+// sleep waits d, or until ctx ends (returning its error); a d that is
+// not positive returns at once, without a timer: every attempt of an
+// unrated lane asks for none.
 func sleep(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return nil
+	}
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
