@@ -101,6 +101,10 @@ type Delivery struct {
 	// only when newer than the state the inbox holds for the entity,
 	// which a webhook may have brought under another key.
 	State bool
+	// Err, when set, says why the provider could not give this event
+	// (Shippo refusing one tracking number): the run counts it failed
+	// and goes on with the others. ID names what failed.
+	Err error
 }
 
 // ReconcileConfig is what a reconciler needs to reach its provider's API.
@@ -318,7 +322,25 @@ func (a *apiClient) try(ctx context.Context, method, pathQuery string) (time.Dur
 			return wait, apiAnswer{}, fmt.Errorf("%s: rate limited", resp.Status)
 		}
 	}
-	return 0, apiAnswer{}, fmt.Errorf("%w: %s: %s", ErrRefused, resp.Status, a.describe(resp.StatusCode, body))
+	return 0, apiAnswer{}, &refusal{status: resp.StatusCode, msg: resp.Status + ": " + a.describe(resp.StatusCode, body)}
+}
+
+// refusal is an answer the API refused with; it wraps ErrRefused.
+type refusal struct {
+	status int
+	msg    string
+}
+
+func (e *refusal) Error() string { return ErrRefused.Error() + ": " + e.msg }
+
+func (e *refusal) Unwrap() error { return ErrRefused }
+
+// credentialRefused reports whether err is the API refusing the
+// credential (401) or its permission (403): no later request will do
+// better.
+func credentialRefused(err error) bool {
+	var r *refusal
+	return errors.As(err, &r) && (r.status == http.StatusUnauthorized || r.status == http.StatusForbidden)
 }
 
 // retryAfter reads a Retry-After header, seconds or an HTTP date, at most

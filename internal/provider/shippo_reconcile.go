@@ -80,10 +80,12 @@ func (s *shippoReconciler) List(ctx context.Context, q ListQuery, page func(Page
 		var p Page
 		for _, e := range open {
 			d, ok, err := s.track(ctx, e)
-			if err != nil {
+			switch {
+			case err != nil && (!errors.Is(err, ErrRefused) || credentialRefused(err)):
 				return err
-			}
-			if ok {
+			case err != nil:
+				p.Deliveries = append(p.Deliveries, Delivery{ID: e.ID, Type: "track_updated", Err: err})
+			case ok:
 				p.Deliveries = append(p.Deliveries, d)
 			}
 		}
@@ -106,7 +108,9 @@ func (s *shippoReconciler) List(ctx context.Context, q ListQuery, page func(Page
 
 // track asks Shippo about the tracking number of e, whose carrier the
 // event that wrote it says, and returns the answer as the webhook; false
-// when Shippo knows no status of it yet.
+// when Shippo knows no status of it yet. An error wrapping ErrRefused,
+// but for a refused token, concerns e alone: its event names no carrier,
+// or Shippo refused the number (a carrier it does not know).
 func (s *shippoReconciler) track(ctx context.Context, e OpenEntity) (Delivery, bool, error) {
 	var written struct {
 		Data shippoTrack `json:"data"`

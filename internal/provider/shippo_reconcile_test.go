@@ -99,30 +99,48 @@ func TestShippoReconcileAsksOpenNumbers(t *testing.T) {
 }
 
 // TestShippoReconcileRefusals: a token Shippo refuses ends the listing
-// with a message that says so; so does an open entity whose event names
-// no carrier.
+// with a message that says so; a number Shippo refuses (a carrier it
+// does not track), or whose event names no carrier, is listed as failed
+// alone, and the numbers after it are asked about.
 func TestShippoReconcileRefusals(t *testing.T) {
 	t.Parallel()
-	srv := httptest.NewServer(shippofake.New(shippoToken))
+	api := shippofake.New(shippoToken)
+	srv := httptest.NewServer(api)
 	t.Cleanup(srv.Close)
 	p, _ := provider.Lookup("shippo")
-	tr := shippofake.Track{Carrier: "usps", Number: "9205000001", Status: "TRANSIT", StatusDate: time.Now()}
-	for _, c := range []struct {
-		name, key string
-		payload   []byte
-		want      string
-	}{
-		{"token", "shippo_test_other", tr.Webhook(), "the API token was refused: Invalid token."},
-		{"no carrier", shippoToken, []byte(`{"event":"track_updated","data":{"tracking_number":"9205000001"}}`), "no data.carrier"},
-	} {
-		r, err := p.Reconcile(provider.ReconcileConfig{APIURL: srv.URL, Key: c.key, Client: srv.Client()})
-		if err != nil {
-			t.Fatal(err)
+	now := time.Now().Truncate(time.Second)
+	good := shippofake.Track{Carrier: "usps", Number: "9205000003", Status: "TRANSIT", StatusDate: now}
+	api.Set(good)
+	open := []provider.OpenEntity{
+		{EntityRef: provider.EntityRef{ID: "9205000001"}, Payload: []byte(`{"event":"track_updated","data":{"tracking_number":"9205000001"}}`)},
+		{EntityRef: provider.EntityRef{ID: "9205000002"}, Payload: shippofake.Track{Carrier: "pigeon", Number: "9205000002"}.Webhook()},
+		{EntityRef: provider.EntityRef{ID: good.Number}, Payload: good.Webhook()},
+	}
+
+	r, err := p.Reconcile(provider.ReconcileConfig{APIURL: srv.URL, Key: "shippo_test_other", Client: srv.Client()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = r.List(t.Context(), provider.ListQuery{Open: shippoOpen(open)}, func(provider.Page) error { return nil })
+	if !errors.Is(err, provider.ErrRefused) || !strings.Contains(err.Error(), "the API token was refused: Invalid token.") {
+		t.Errorf("another token: %v, want the token refused", err)
+	}
+
+	r, err = p.Reconcile(provider.ReconcileConfig{APIURL: srv.URL, Key: shippoToken, Client: srv.Client()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pages := listAll(t, r, provider.ListQuery{Open: shippoOpen(open)})
+	if len(pages) != 1 || len(pages[0].Deliveries) != 3 {
+		t.Fatalf("%d pages: %+v; want one of three", len(pages), pages)
+	}
+	ds := pages[0].Deliveries
+	for i, want := range []string{"no data.carrier", "GET /tracks/pigeon/9205000002: refused by the provider's API: 404 Not Found: Not found."} {
+		if d := ds[i]; d.ID != open[i].ID || !errors.Is(d.Err, provider.ErrRefused) || !strings.Contains(d.Err.Error(), want) {
+			t.Errorf("delivery %d: %s %v, want %s failed: %s", i, d.ID, d.Err, open[i].ID, want)
 		}
-		open := []provider.OpenEntity{{EntityRef: provider.EntityRef{ID: tr.Number}, Payload: c.payload}}
-		err = r.List(t.Context(), provider.ListQuery{Open: shippoOpen(open)}, func(provider.Page) error { return nil })
-		if !errors.Is(err, provider.ErrRefused) || !strings.Contains(err.Error(), c.want) {
-			t.Errorf("%s: %v, want refused: %s", c.name, err, c.want)
-		}
+	}
+	if d := ds[2]; d.Err != nil || d.ID != "usps/"+good.Number {
+		t.Errorf("after two refusals: %s %v, want usps/%s listed", d.ID, d.Err, good.Number)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"slices"
 	"time"
 
 	"github.com/hookgate/hookgate/dedupe"
@@ -170,6 +171,12 @@ func (r *Runner) Run(ctx context.Context, o RunOptions) (inbox.RunState, error) 
 	err = r.list.List(ctx, q, func(p provider.Page) error {
 		run.Listed += int64(len(p.Deliveries))
 		r.count(OutcomeListed, len(p.Deliveries))
+		p.Deliveries = slices.DeleteFunc(slices.Clone(p.Deliveries), func(d provider.Delivery) bool {
+			if d.Err != nil {
+				fail(d, d.Err)
+			}
+			return d.Err != nil
+		})
 		var had, recovered int
 		var err error
 		if rd, ok := r.list.(provider.Redeliverer); ok {
@@ -428,7 +435,7 @@ func (r *Runner) report(run inbox.RunState, cp inbox.Checkpoint, err error, fail
 	attrs := []any{"source", r.src.Name, "since", run.Since, "listed", run.Listed, "already_had", run.Had,
 		"recovered", run.Recovered, "failed", run.Failed}
 	if failures > 0 {
-		r.log.Error("reconcile: listed events that cannot be keyed", append(attrs, "count", failures, "first", firstFailure)...)
+		r.log.Error("reconcile: listed events that failed", append(attrs, "count", failures, "first", firstFailure)...)
 	}
 	if err != nil {
 		r.log.Error("reconcile: run failed; the next run resumes from the last page stored", append(attrs, "err", err)...)

@@ -1,13 +1,16 @@
 package reconcile_test
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -382,11 +385,16 @@ func TestRunAsksShippoAboutOpenNumbers(t *testing.T) {
 	now := time.Now().Truncate(time.Second)
 	var ids []int64
 	wantAsked := map[string]bool{}
-	moved := 0
+	moved, refused := 0, 0
 	for i := range 230 {
 		tr := shippofake.Track{Carrier: "usps", Number: fmt.Sprintf("92055901%06d", i), Status: "TRANSIT", StatusDate: now.Add(-time.Hour)}
-		if i%10 == 0 {
+		switch {
+		case i%10 == 0:
 			tr.Status = "DELIVERED"
+		case i%25 == 1:
+			// A carrier Shippo does not track: refused, this number alone.
+			tr.Carrier = "pigeon"
+			refused++
 		}
 		items, err := intake.ListedItems(src, nil, tr.Webhook())
 		if err != nil {
@@ -398,8 +406,8 @@ func TestRunAsksShippoAboutOpenNumbers(t *testing.T) {
 		}
 		ids = append(ids, out[0].ID)
 		if tr.Status != "DELIVERED" {
-			wantAsked["/tracks/usps/"+tr.Number] = true
-			if i%3 == 0 {
+			wantAsked["/tracks/"+tr.Carrier+"/"+tr.Number] = true
+			if i%3 == 0 && tr.Carrier == "usps" {
 				tr.Status, tr.StatusDate = "DELIVERED", now
 				moved++
 			}
@@ -420,7 +428,9 @@ func TestRunAsksShippoAboutOpenNumbers(t *testing.T) {
 	api.RateLimit(7)
 	apiSrv := httptest.NewServer(api)
 	t.Cleanup(apiSrv.Close)
+	var logged bytes.Buffer
 	runner, err := reconcile.New(reconcile.Options{Source: src, Store: store, Client: apiSrv.Client(),
+		Logger: slog.New(slog.NewTextHandler(&logged, nil)),
 		Config: config.Reconcile{Overlap: config.DefaultReconcileOverlap, Lookback: config.DefaultReconcileLookback,
 			Rate: config.Rate{N: 1000, Per: time.Second}, Token: config.NewSecret("shippo_test_token"), APIURL: apiSrv.URL}})
 	if err != nil {
@@ -429,9 +439,13 @@ func TestRunAsksShippoAboutOpenNumbers(t *testing.T) {
 	open := int64(len(wantAsked))
 	for i, want := range []int64{int64(moved), 0} {
 		run, err := runner.Run(t.Context(), reconcile.RunOptions{})
-		if err != nil || run.Listed != open || run.Recovered != want || run.Had != open-want {
-			t.Fatalf("run %d: %+v, %v; want %d listed, %d recovered", i+1, run, err, open, want)
+		if err != nil || run.Listed != open || run.Recovered != want || run.Failed != int64(refused) || run.Had != open-want-int64(refused) {
+			t.Fatalf("run %d: %+v, %v; want %d listed, %d recovered, %d failed", i+1, run, err, open, want, refused)
 		}
+	}
+	// The log names the first failure by Shippo's refusal.
+	if want := "GET /tracks/pigeon/92055901000001: refused by the provider's API: 404 Not Found"; !strings.Contains(logged.String(), want) {
+		t.Errorf("log:\n%s\nwant the failure: %s", logged.String(), want)
 	}
 	asked := map[string]int{}
 	for _, path := range api.Requests() {

@@ -108,9 +108,13 @@ func apiError(w http.ResponseWriter, status int, msg string) {
 	json.NewEncoder(w).Encode(map[string]string{"detail": msg})
 }
 
+// carriers are the carriers the API tracks; any other is not found.
+var carriers = []string{"usps", "ups", "fedex", "dhl_express", "shippo"}
+
 // ServeHTTP answers GET /tracks/{carrier}/{tracking_number}: the track,
 // or for a number it has no track of, the answer Shippo gives a number
-// its carrier does not know yet (tracking_status null).
+// its carrier does not know yet (tracking_status null); 404 for a
+// carrier it does not track.
 func (a *API) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	a.mu.Lock()
 	a.requests = append(a.requests, r.URL.Path)
@@ -127,6 +131,10 @@ func (a *API) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	parts := strings.Split(strings.TrimPrefix(r.URL.Path, "/"), "/")
 	if r.Method != http.MethodGet || len(parts) != 3 || parts[0] != "tracks" || parts[1] == "" || parts[2] == "" {
+		apiError(w, http.StatusNotFound, "Not found.")
+		return
+	}
+	if !slices.Contains(carriers, parts[1]) {
 		apiError(w, http.StatusNotFound, "Not found.")
 		return
 	}
