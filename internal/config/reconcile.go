@@ -166,6 +166,12 @@ func (s Source) checkReconcile() []*FieldError {
 				add("."+pr.Field, "%s", pr.Message)
 			}
 		}
+		if p.ReconcileByHeaders {
+			if field, sel := s.notByHeaders(); field != "" {
+				add("", "%s %s reads more than headers, but provider %s lists its deliveries by their headers alone: "+
+					"key the source by headers (as its preset does) to reconcile it", field, sel, p.Name)
+			}
+		}
 	}
 	for i, typ := range r.Types {
 		if _, err := path.Match(typ, ""); err != nil || typ == "" {
@@ -179,6 +185,28 @@ func (s Source) checkReconcile() []*FieldError {
 		}
 	}
 	return errs
+}
+
+// notByHeaders names the first of the source's key, scope and tenant
+// selectors that reads something other than a header or a constant, and
+// the selector; "" when there is none.
+func (s Source) notByHeaders() (field, sel string) {
+	check := func(name string, sels []string) bool {
+		for i, v := range sels {
+			if k, err := ParseSelector(v); err == nil && k.Kind != SelectHeader && k.Kind != SelectConst {
+				field, sel = fmt.Sprintf("%s[%d]", name, i), quote(v)
+				return true
+			}
+		}
+		return false
+	}
+	if check("key", s.Key) || check("scope", s.Scope) {
+		return field, sel
+	}
+	if s.Tenant != "" && check("tenant", []string{s.Tenant}) {
+		return "tenant", sel
+	}
+	return "", ""
 }
 
 // Rate is a number of requests per unit of time, written "10/s", "600/m"

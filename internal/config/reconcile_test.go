@@ -27,9 +27,15 @@ func githubSource(reconcile string) string {
 }
 
 // A GitHub source's reconcile block names its hook, of a repository or an
-// organization, and a token.
+// organization, and a token; a key, scope or tenant of headers and
+// constants can be reconciled.
 func TestReconcileGitHub(t *testing.T) {
 	t.Parallel()
+	byHeaders := "sources:\n  - name: gh\n    provider: github\n    secret: env:GITHUB_SECRET\n    tenant: const:acme\n" +
+		"    key: [header:X-GitHub-Hook-ID, header:X-GitHub-Delivery]\n    reconcile:\n      token: env:GITHUB_RECONCILE_TOKEN\n      hook: orgs/acme/hooks/7\n"
+	if _, err := parse([]byte(byHeaders), "", reconcileEnv); err != nil {
+		t.Errorf("keyed by headers: %v", err)
+	}
 	for _, hook := range []string{"repos/acme/shop.web/hooks/498912341", "orgs/acme-inc/hooks/7"} {
 		cfg, err := parse([]byte(githubSource("      hook: "+hook+"\n")), "", reconcileEnv)
 		if err != nil {
@@ -141,6 +147,12 @@ func TestReconcileInvalid(t *testing.T) {
 			`sources[0].reconcile.resources[1]: "refunds": want one of`},
 		{"types for shopify", shopifySource("      shop: acme.myshopify.com\n      resources: [orders]\n      types: [orders/*]\n"),
 			"sources[0].reconcile.types: not used by provider shopify (it is for stripe, github)"},
+		{"github keyed by body", "sources:\n  - name: gh\n    provider: github\n    secret: env:GITHUB_SECRET\n    key: [json:hook_id, header:X-GitHub-Delivery]\n" +
+			"    reconcile:\n      token: env:GITHUB_RECONCILE_TOKEN\n      hook: repos/acme/shop/hooks/1\n",
+			`sources[0].reconcile: key[0] "json:hook_id" reads more than headers, but provider github lists its deliveries by their headers alone`},
+		{"github tenant by path", "sources:\n  - name: gh\n    provider: github\n    secret: env:GITHUB_SECRET\n    tenant: path\n" +
+			"    reconcile:\n      token: env:GITHUB_RECONCILE_TOKEN\n      hook: repos/acme/shop/hooks/1\n",
+			`sources[0].reconcile: tenant "path" reads more than headers`},
 		{"hook for stripe", stripeSource("      api_key: env:STRIPE_RESTRICTED_KEY\n      hook: repos/acme/shop/hooks/1\n"),
 			"sources[0].reconcile.hook: not used by provider stripe (it is for github)"},
 	} {

@@ -34,10 +34,11 @@ func init() {
 			h.Set("X-GitHub-Event", cmp.Or(event, "ping"))
 			return h
 		},
-		SenderHeaders:   githubSenderHeaders,
-		Reconcile:       newGitHubReconciler,
-		ReconcileFields: []string{FieldTypes, FieldHook},
-		ReconcileCheck:  checkGitHubReconcile,
+		SenderHeaders:      githubSenderHeaders,
+		Reconcile:          newGitHubReconciler,
+		ReconcileFields:    []string{FieldTypes, FieldHook},
+		ReconcileCheck:     checkGitHubReconcile,
+		ReconcileByHeaders: true,
 		Examples: []Example{
 			{"push", "push.json", "a commit pushed to main"},
 			{"pull_request", "pull_request.json", "a pull request was opened"},

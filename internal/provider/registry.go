@@ -100,6 +100,11 @@ type Provider struct {
 	// ReconcileCheck checks those fields, each Problem's Field relative
 	// to the reconcile block; nil checks nothing.
 	ReconcileCheck func(c ReconcileConfig) []Problem
+	// ReconcileByHeaders reports a reconciler whose listing carries each
+	// delivery's headers but not its body (GitHub's): a source of it can
+	// be reconciled only when its key, scope and tenant read headers or
+	// constants.
+	ReconcileByHeaders bool
 	// FinalStates are the entity states after which the provider sends
 	// nothing more; set, its reconciler asks about the source's other
 	// entities (ListQuery.Open) rather than listing events.
