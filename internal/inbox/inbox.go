@@ -244,10 +244,13 @@ type Attempt struct {
 type Task struct {
 	Event    Event
 	Delivery Delivery
-	// Delay, in a rated lane (RatedDispatcher), is how long after the
-	// dispatch answered the delivery is to be made: its slot in the
-	// lane's schedule.
-	Delay time.Duration
+	// Slot, in a rated lane (RatedDispatcher), is when the delivery is
+	// to be made: its slot in the lane's schedule, on the store's clock
+	// (the database's, which every node shares). It is a time, not a
+	// wait from when the dispatch answered: how long a dispatch takes to
+	// answer differs by node and by dispatch, and waits counted from
+	// its answer would bunch one node's deliveries with another's.
+	Slot time.Time
 }
 
 // Done is the end of one attempt, to record.

@@ -75,13 +75,13 @@ func (l RateLimit) Plan(s Schedule, now time.Time, n int) (k int, wait time.Dura
 }
 
 // Take gives k leased deliveries the next k slots of the lane's schedule
-// s, read under a lock at now: it returns how long after now each slot
-// is, in order, and the schedule to store, l's hold included.
-func (l RateLimit) Take(s Schedule, now time.Time, k int) ([]time.Duration, Schedule) {
+// s, read under a lock at now: it returns the slots, in order, and the
+// schedule to store, l's hold included.
+func (l RateLimit) Take(s Schedule, now time.Time, k int) ([]time.Time, Schedule) {
 	slot, iv := s.first(now, l.Hold), l.Rate.interval()
-	delays := make([]time.Duration, k)
-	for i := range delays {
-		delays[i] = slot.Sub(now)
+	slots := make([]time.Time, k)
+	for i := range slots {
+		slots[i] = slot
 		slot = slot.Add(iv)
 	}
 	if l.Hold.After(s.Hold) {
@@ -90,7 +90,7 @@ func (l RateLimit) Take(s Schedule, now time.Time, k int) ([]time.Duration, Sche
 	if k > 0 {
 		s.Next = slot
 	}
-	return delays, s
+	return slots, s
 }
 
 // Changes reports whether a dispatch that leased k deliveries under l
@@ -106,12 +106,12 @@ type RatedDispatcher interface {
 	// no more deliveries than the lane's schedule has slots within
 	// RateAhead: each delivery leased takes the next slot, in the
 	// transaction that leases it, so that the nodes together make at
-	// most the rate; its Task.Delay says when. Dispatched.Wait says when
+	// most the rate; its Task.Slot says when. Dispatched.Wait says when
 	// the schedule has a slot again, when it had fewer than n.
 	DispatchRated(ctx context.Context, owner string, lane Lane, done []Done, n int, d time.Duration, l RateLimit) (Dispatched, error)
 	// Reslot gives k deliveries leased earlier the lane's next k slots,
-	// as delays from now, in order: their own slots passed while their
-	// node was held up, and made late they would bunch with the
+	// in order, as Task.Slot gives them: their own slots passed while
+	// their node was held up, and made late they would bunch with the
 	// deliveries of the slots after them.
-	Reslot(ctx context.Context, lane Lane, l RateLimit, k int) ([]time.Duration, error)
+	Reslot(ctx context.Context, lane Lane, l RateLimit, k int) ([]time.Time, error)
 }

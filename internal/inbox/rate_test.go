@@ -27,7 +27,11 @@ func dispatch(l inbox.RateLimit, s inbox.Schedule, now time.Time, n, due int) ([
 	if !l.Changes(s, k) {
 		return nil, s, wait
 	}
-	delays, s := l.Take(s, now, k)
+	slots, s := l.Take(s, now, k)
+	delays := make([]time.Duration, len(slots))
+	for i, slot := range slots {
+		delays[i] = slot.Sub(now)
+	}
 	return delays, s, wait
 }
 
@@ -59,8 +63,9 @@ func TestRateSlots(t *testing.T) {
 	k, _ := l.Plan(s, t0.Add(200*time.Millisecond), 16)
 	taken := s
 	taken.Next = taken.Next.Add(50 * time.Millisecond)
-	if delays, _ := l.Take(taken, t0.Add(200*time.Millisecond), k); k != 5 || !slices.Equal(delays, ms(50, 75, 100, 125, 150)) {
-		t.Fatalf("planned %d, then took %v after another node", k, delays)
+	at := t0.Add(200 * time.Millisecond)
+	if slots, _ := l.Take(taken, at, k); k != 5 || len(slots) != 5 || !slots[0].Equal(at.Add(50*time.Millisecond)) || !slots[4].Equal(at.Add(150*time.Millisecond)) {
+		t.Fatalf("planned %d, then took %v after another node; want 5 from 50ms to 150ms after %v", k, slots, at)
 	}
 	// Idle for an hour: slots in the past are not saved up.
 	if delays, _, _ := dispatch(l, s, t0.Add(time.Hour), 16, 100); !slices.Equal(delays, ms(0, 25, 50, 75, 100)) {

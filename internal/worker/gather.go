@@ -166,14 +166,18 @@ const slotLate = 10 * time.Millisecond
 
 // dueAt is when the attempt carrying b is due: in a rated lane, at the
 // last of its deliveries' slots (a batch's events count against the
-// rate), which the dispatch that leased them gave from just now; else at
-// once.
+// rate); else at once.
 func (l *lane) dueAt(b []inbox.Task) time.Time {
-	slot := time.Duration(0)
+	var due time.Time
 	for _, t := range b {
-		slot = max(slot, t.Delay)
+		if t.Slot.After(due) {
+			due = t.Slot
+		}
 	}
-	return l.p.opts.Now().Add(slot)
+	if due.IsZero() {
+		return l.p.opts.Now()
+	}
+	return due
 }
 
 // awaitSlot waits until due; in a rated lane woken more than slotLate
@@ -188,11 +192,11 @@ func (l *lane) awaitSlot(ctx context.Context, k int, due time.Time) {
 		if l.p.opts.Now().Sub(due) <= slotLate {
 			return
 		}
-		delays, err := l.rated.Reslot(ctx, l.key, l.rateLimit(), k)
-		if err != nil {
+		slots, err := l.rated.Reslot(ctx, l.key, l.rateLimit(), k)
+		if err != nil || len(slots) == 0 {
 			l.p.logs.Error("taking new slots", "source", l.key.Source, "destination", l.key.Destination, "err", err)
 			return
 		}
-		due = l.p.opts.Now().Add(slices.Max(delays))
+		due = slices.MaxFunc(slots, time.Time.Compare)
 	}
 }

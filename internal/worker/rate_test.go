@@ -13,8 +13,8 @@ import (
 )
 
 // A rated destination gets its deliveries one 1/rate apart: eleven
-// deliveries at rate 20/s span at least the ten intervals of 50ms
-// between them, however early the node leased them.
+// deliveries at rate 20/s end at least the ten intervals of 50ms after
+// the pool started, however early the node leased them.
 func TestRateSpacesDeliveries(t *testing.T) {
 	t.Parallel()
 	const events = 11
@@ -45,6 +45,8 @@ func TestRateSpacesDeliveries(t *testing.T) {
 	b.add(evs...)
 	ctx, cancel := context.WithCancel(context.Background())
 	runErr := make(chan error, 1)
+	// No slot of the new lane comes before the pool starts.
+	start := time.Now()
 	go func() { runErr <- p.Run(ctx) }()
 	p.Notify()
 	select {
@@ -58,11 +60,11 @@ func TestRateSpacesDeliveries(t *testing.T) {
 	}
 	mu.Lock()
 	defer mu.Unlock()
-	// Each delivery is made at its slot; the receiver's clock may see
-	// two of them closer by the network's jitter, never the whole run
-	// shorter.
-	const jitter = 25 * time.Millisecond
-	if span := arrivals[events-1].Sub(arrivals[0]); span < (events-1)*50*time.Millisecond-jitter {
-		t.Fatalf("%d deliveries at 20/s arrived within %v; their slots span 500ms", events, span)
+	// Each delivery is made at its slot or later, and the first slot is
+	// no earlier than the start: the last arrives at least the ten
+	// intervals after it, however late the first was made (a loaded
+	// machine may make it late, never early).
+	if span := arrivals[events-1].Sub(start); span < (events-1)*50*time.Millisecond {
+		t.Fatalf("%d deliveries at 20/s arrived within %v of the start; their slots span 500ms", events, span)
 	}
 }

@@ -46,11 +46,11 @@ func (b *bundle) toDeliverMany(prefix string, count int) []int64 {
 	return ids
 }
 
-// delays are the tasks' delays, in order.
-func delays(tasks []inbox.Task) []time.Duration {
+// delays are how long after now the tasks' slots are, in order.
+func delays(now time.Time, tasks []inbox.Task) []time.Duration {
 	out := make([]time.Duration, len(tasks))
 	for i, t := range tasks {
-		out[i] = t.Delay
+		out[i] = t.Slot.Sub(now)
 	}
 	return out
 }
@@ -74,7 +74,7 @@ func testRated(b *bundle) {
 		}))
 	}
 	out := b.dispatchRated("n1", 16, r)
-	if got := fmt.Sprint(delays(out.Tasks)); got != ms(0, 25, 50, 75, 100) || out.Wait != 25*time.Millisecond {
+	if got := fmt.Sprint(delays(b.clock.Now(), out.Tasks)); got != ms(0, 25, 50, 75, 100) || out.Wait != 25*time.Millisecond {
 		b.t.Fatalf("an idle lane: delays %s, wait %v; want %s, then 25ms", got, out.Wait, ms(0, 25, 50, 75, 100))
 	}
 	if got := b.dispatchRated("n2", 16, r); len(got.Tasks) != 0 {
@@ -85,16 +85,16 @@ func testRated(b *bundle) {
 	for i, t := range out.Tasks {
 		done[i] = b.ended(t.Delivery.EventID, "app", inbox.DeliveryDelivered, 200, "")
 	}
-	if got := b.dispatchRated("n1", 16, r, done...); fmt.Sprint(delays(got.Tasks)) != ms(75, 100) {
-		b.t.Fatalf("50ms later: delays %v, want %s", delays(got.Tasks), ms(75, 100))
+	if got := b.dispatchRated("n1", 16, r, done...); fmt.Sprint(delays(b.clock.Now(), got.Tasks)) != ms(75, 100) {
+		b.t.Fatalf("50ms later: delays %v, want %s", delays(b.clock.Now(), got.Tasks), ms(75, 100))
 	}
 	// Plenty of time: 2 asked, and the next owner's slots follow them.
 	b.clock.Advance(time.Second)
-	if got := b.dispatchRated("n1", 2, r); fmt.Sprint(delays(got.Tasks)) != ms(0, 25) || got.Wait != 0 {
-		b.t.Fatalf("2 asked of an idle lane: delays %v, wait %v", delays(got.Tasks), got.Wait)
+	if got := b.dispatchRated("n1", 2, r); fmt.Sprint(delays(b.clock.Now(), got.Tasks)) != ms(0, 25) || got.Wait != 0 {
+		b.t.Fatalf("2 asked of an idle lane: delays %v, wait %v", delays(b.clock.Now(), got.Tasks), got.Wait)
 	}
-	if got := b.dispatchRated("n2", 16, r); fmt.Sprint(delays(got.Tasks)) != ms(50, 75, 100) {
-		b.t.Fatalf("the next owner: delays %v, want %s", delays(got.Tasks), ms(50, 75, 100))
+	if got := b.dispatchRated("n2", 16, r); fmt.Sprint(delays(b.clock.Now(), got.Tasks)) != ms(50, 75, 100) {
+		b.t.Fatalf("the next owner: delays %v, want %s", delays(b.clock.Now(), got.Tasks), ms(50, 75, 100))
 	}
 	// A 429's Retry-After holds the lane for every owner.
 	b.clock.Advance(time.Second)
@@ -113,8 +113,8 @@ func testRated(b *bundle) {
 	// Deliveries whose slots passed while their node was held up take
 	// the next free ones.
 	slots, err := b.rated().Reslot(b.ctx, app, r, 2)
-	if err != nil || fmt.Sprint(slots) != ms(125, 150) {
-		b.t.Fatalf("Reslot: %v, %v; want %s", slots, err, ms(125, 150))
+	if err != nil || len(slots) != 2 || fmt.Sprint([]time.Duration{slots[0].Sub(b.clock.Now()), slots[1].Sub(b.clock.Now())}) != ms(125, 150) {
+		b.t.Fatalf("Reslot: %v, %v; want %s from now", slots, err, ms(125, 150))
 	}
 	if got := b.dispatchRated("n1", 16, r); len(got.Tasks) != 0 || got.Wait != 75*time.Millisecond {
 		b.t.Fatalf("after Reslot: leased %d, wait %v; want none for 75ms", len(got.Tasks), got.Wait)
@@ -161,7 +161,7 @@ func testNodesRatedRace(n *nodes) {
 				return
 			}
 			mu.Lock()
-			leased = append(leased, delays(out.Tasks)...)
+			leased = append(leased, delays(b.clock.Now(), out.Tasks)...)
 			mu.Unlock()
 		}
 	})

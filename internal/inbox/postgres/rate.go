@@ -79,33 +79,33 @@ func (s *Store) leaseRated(ctx context.Context, tx pgx.Tx, lane inbox.Lane, l in
 	if !l.Changes(sch, leased) {
 		return nil
 	}
-	delays, err := s.takeSlots(ctx, tx, lane, l, leased)
-	for i, d := range delays {
-		out.Tasks[i].Delay = d
+	slots, err := s.takeSlots(ctx, tx, lane, l, leased)
+	for i, slot := range slots {
+		out.Tasks[i].Slot = slot
 	}
 	return err
 }
 
 // takeSlots locks lane's schedule, gives k deliveries its next slots and
 // stores it.
-func (s *Store) takeSlots(ctx context.Context, tx pgx.Tx, lane inbox.Lane, l inbox.RateLimit, k int) ([]time.Duration, error) {
+func (s *Store) takeSlots(ctx context.Context, tx pgx.Tx, lane inbox.Lane, l inbox.RateLimit, k int) ([]time.Time, error) {
 	sch, now, err := s.readSchedule(ctx, tx, lane, true)
 	if err != nil {
 		return nil, err
 	}
-	delays, sch := l.Take(sch, now, k)
+	slots, sch := l.Take(sch, now, k)
 	_, err = tx.Exec(ctx, `UPDATE inbox_rate_schedules SET next = $3, hold = $4 WHERE source = $1 AND destination = $2`,
 		lane.Source, lane.Destination, ts(sch.Next), ts(sch.Hold))
-	return delays, err
+	return slots, err
 }
 
 // Reslot implements inbox.RatedDispatcher.
-func (s *Store) Reslot(ctx context.Context, lane inbox.Lane, l inbox.RateLimit, k int) ([]time.Duration, error) {
-	var delays []time.Duration
+func (s *Store) Reslot(ctx context.Context, lane inbox.Lane, l inbox.RateLimit, k int) ([]time.Time, error) {
+	var slots []time.Time
 	err := s.tx(ctx, "reslot", func(tx pgx.Tx) error {
 		var err error
-		delays, err = s.takeSlots(ctx, tx, lane, l, k)
+		slots, err = s.takeSlots(ctx, tx, lane, l, k)
 		return err
 	})
-	return delays, err
+	return slots, err
 }

@@ -46,12 +46,12 @@ func (s *Store) schedule(ctx context.Context, tx *sql.Tx, lane inbox.Lane) (inbo
 
 // takeSlots gives k deliveries the next slots of lane's schedule sch at
 // now, and stores it.
-func (s *Store) takeSlots(ctx context.Context, tx *sql.Tx, lane inbox.Lane, l inbox.RateLimit, sch inbox.Schedule, now time.Time, k int) ([]time.Duration, error) {
-	delays, sch := l.Take(sch, now, k)
+func (s *Store) takeSlots(ctx context.Context, tx *sql.Tx, lane inbox.Lane, l inbox.RateLimit, sch inbox.Schedule, now time.Time, k int) ([]time.Time, error) {
+	slots, sch := l.Take(sch, now, k)
 	_, err := tx.ExecContext(ctx, `INSERT INTO rate_schedules (source, destination, next, hold) VALUES (?, ?, ?, ?)
 		ON CONFLICT (source, destination) DO UPDATE SET next = excluded.next, hold = excluded.hold`,
 		lane.Source, lane.Destination, nanos(sch.Next), nanos(sch.Hold))
-	return delays, err
+	return slots, err
 }
 
 // leaseRated leases with lease no more deliveries of lane than its
@@ -75,23 +75,23 @@ func (s *Store) leaseRated(ctx context.Context, tx *sql.Tx, lane inbox.Lane, l i
 	if !l.Changes(sch, leased) {
 		return nil
 	}
-	delays, err := s.takeSlots(ctx, tx, lane, l, sch, at, leased)
-	for i, d := range delays {
-		out.Tasks[i].Delay = d
+	slots, err := s.takeSlots(ctx, tx, lane, l, sch, at, leased)
+	for i, slot := range slots {
+		out.Tasks[i].Slot = slot
 	}
 	return err
 }
 
 // Reslot implements inbox.RatedDispatcher.
-func (s *Store) Reslot(ctx context.Context, lane inbox.Lane, l inbox.RateLimit, k int) ([]time.Duration, error) {
-	var delays []time.Duration
+func (s *Store) Reslot(ctx context.Context, lane inbox.Lane, l inbox.RateLimit, k int) ([]time.Time, error) {
+	var slots []time.Time
 	err := s.write(ctx, "reslot", func(tx *sql.Tx) error {
 		sch, err := s.schedule(ctx, tx, lane)
 		if err != nil {
 			return err
 		}
-		delays, err = s.takeSlots(ctx, tx, lane, l, sch, s.now(), k)
+		slots, err = s.takeSlots(ctx, tx, lane, l, sch, s.now(), k)
 		return err
 	})
-	return delays, err
+	return slots, err
 }
