@@ -4,16 +4,12 @@ import (
 	"bytes"
 	"fmt"
 	"net/http"
-	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"regexp"
 	"slices"
 	"testing"
 	"time"
 
 	"github.com/hookgate/hookgate/internal/cli"
-	"github.com/hookgate/hookgate/internal/inbox"
 	"github.com/hookgate/hookgate/internal/reconcile/githubfake"
 )
 
@@ -25,44 +21,16 @@ import (
 // nothing.
 func TestReconcileRedeliversMissedGitHubDeliveries(t *testing.T) {
 	t.Parallel()
-	if testing.Short() {
-		t.Skip("starts hookgate processes")
-	}
 	const (
 		secret = "github-hook-secret"
 		token  = "github_pat_reconcile_e2e"
 		hook   = "repos/acme/shop/hooks/498912341"
 	)
 	api := githubfake.New(token, hook, secret)
-	apiSrv := httptest.NewServer(api)
-	t.Cleanup(apiSrv.Close)
+	g := startRCGateway(t, api, rcSource{name: "gh", provider: "github", secret: secret, token: token,
+		reconcile: "      hook: " + hook + "\n"}, nil)
 	t.Cleanup(api.Wait)
-	sink := &rcSink{got: map[string]int{}}
-	sinkSrv := httptest.NewServer(sink)
-	t.Cleanup(sinkSrv.Close)
-	dir := t.TempDir()
-	g := &rcGateway{config: filepath.Join(dir, "hookgate.yaml")}
-	cfg := fmt.Sprintf(`listen: 127.0.0.1:0
-database: sqlite:%s
-workers: 2
-sources:
-  - name: gh
-    provider: github
-    secret: file:%s
-    reconcile:
-      token: file:%s
-      api_url: %s
-      hook: %s
-      rate: 1000/s
-    destinations:
-      - name: sink
-        url: %s/hooks
-        retry_initial: 100ms
-`, filepath.Join(dir, "hookgate.db"), writeText(t, "secret", secret), writeText(t, "token", token), apiSrv.URL, hook, sinkSrv.URL)
-	if err := os.WriteFile(g.config, []byte(cfg), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	api.Target(startServe(t, "--config", g.config).addr + "/in/gh")
+	api.Target(g.intake)
 
 	now := time.Now()
 	var guids []string
@@ -98,15 +66,8 @@ sources:
 	if len(asked) != 20 || len(slices.Compact(asked)) != 20 {
 		t.Fatalf("redelivered %d GUIDs (%d different), want the 20 missing once each", len(asked), len(slices.Compact(asked)))
 	}
-	eventually(t, "every GUID stored and delivered", func() bool {
-		for _, e := range g.stored(t) {
-			if e.Status != inbox.StatusProcessed {
-				return false
-			}
-		}
-		return len(sink.counts()) == len(guids)
-	})
-	stored, delivered := g.stored(t), sink.counts()
+	g.waitDelivered(t, "every GUID stored and delivered", len(guids))
+	stored, delivered := g.stored(t), g.sink.counts()
 	for _, guid := range guids {
 		if _, ok := stored[guid]; !ok || delivered[guid] != 1 {
 			t.Errorf("%s: stored %v, delivered %d times, want stored and delivered once", guid, ok, delivered[guid])

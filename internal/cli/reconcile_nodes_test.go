@@ -49,7 +49,7 @@ func TestReconcileOneNodeAtATime(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts hookgate processes")
 	}
-	g := newRCGateway(t, 250, "", "")
+	g := newRCGateway(t, 250, "")
 	api := &rcNodeAPI{api: g.api}
 	apiSrv := httptest.NewServer(api)
 	t.Cleanup(apiSrv.Close)

@@ -4,9 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -37,44 +34,15 @@ func shippoDelivered(body []byte) (string, error) {
 // recovers nothing.
 func TestReconcileAsksShippoAboutOpenNumbers(t *testing.T) {
 	t.Parallel()
-	if testing.Short() {
-		t.Skip("starts hookgate processes")
-	}
 	const (
 		secret = "shippo-webhook-secret"
 		token  = "shippo_test_reconcile_e2e"
 	)
 	api := shippofake.New(token)
-	apiSrv := httptest.NewServer(api)
-	t.Cleanup(apiSrv.Close)
-	sink := &rcSink{got: map[string]int{}, name: shippoDelivered}
-	sinkSrv := httptest.NewServer(sink)
-	t.Cleanup(sinkSrv.Close)
-	dir := t.TempDir()
-	g := &rcGateway{config: filepath.Join(dir, "hookgate.yaml")}
-	cfg := fmt.Sprintf(`listen: 127.0.0.1:0
-database: sqlite:%s
-workers: 2
-sources:
-  - name: ship
-    provider: shippo
-    secret: file:%s
-    reconcile:
-      token: file:%s
-      api_url: %s
-      rate: 1000/s
-    destinations:
-      - name: sink
-        url: %s/hooks
-        retry_initial: 100ms
-`, filepath.Join(dir, "hookgate.db"), writeText(t, "secret", secret), writeText(t, "token", token), apiSrv.URL, sinkSrv.URL)
-	if err := os.WriteFile(g.config, []byte(cfg), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	intake := startServe(t, "--config", g.config).addr + "/in/ship"
+	g := startRCGateway(t, api, rcSource{name: "ship", provider: "shippo", secret: secret, token: token}, shippoDelivered)
 	send := func(tr shippofake.Track, want int) {
 		t.Helper()
-		if code, err := shippofake.Send(intake, secret, tr); err != nil || code != want {
+		if code, err := shippofake.Send(g.intake, secret, tr); err != nil || code != want {
 			t.Fatalf("webhook of %s %s: %d %v, want %d", tr.Number, tr.Status, code, err, want)
 		}
 	}
@@ -110,15 +78,7 @@ sources:
 	wantDelivered[pigeon.Number+" TRANSIT"] = true
 	wantAsked["/tracks/pigeon/"+pigeon.Number] = true
 	webhooks := n + n/6 + 1
-	eventually(t, "the webhooks applied", func() bool {
-		stored := g.stored(t)
-		for _, e := range stored {
-			if e.Status != inbox.StatusProcessed {
-				return false
-			}
-		}
-		return len(stored) == webhooks
-	})
+	g.waitStored(t, "the webhooks applied", webhooks)
 
 	open := int64(len(wantAsked))
 	rep := g.reconcile(t, "--source", "ship").Sources[0]
@@ -141,15 +101,8 @@ sources:
 	for _, tr := range missed[:3] {
 		send(tr, http.StatusOK)
 	}
-	eventually(t, "every status delivered", func() bool {
-		for _, e := range g.stored(t) {
-			if e.Status != inbox.StatusProcessed {
-				return false
-			}
-		}
-		return len(sink.counts()) == len(wantDelivered)
-	})
-	stored, delivered := g.stored(t), sink.counts()
+	g.waitDelivered(t, "every status delivered", len(wantDelivered))
+	stored, delivered := g.stored(t), g.sink.counts()
 	vias := map[string]int{}
 	for _, e := range stored {
 		vias[e.Via]++

@@ -19,7 +19,6 @@ import (
 	"github.com/hookgate/hookgate/internal/cli"
 	"github.com/hookgate/hookgate/internal/inbox"
 	"github.com/hookgate/hookgate/internal/reconcile/stripefake"
-	"github.com/hookgate/hookgate/verify"
 )
 
 const (
@@ -27,14 +26,15 @@ const (
 	rcAPIKey        = "rk_test_reconcile_e2e"
 )
 
-// rcGateway is a serve process's configuration with a Stripe source pay
-// reconciled against a fake Stripe API and delivering to a sink.
+// rcGateway is a serve process's configuration with one source
+// reconciled against a fake provider API and delivering to a sink; api
+// and events are those of a Stripe source.
 type rcGateway struct {
 	config string
 	api    *stripefake.API
 	events []stripefake.Event // oldest first
 	sink   *rcSink
-	intake string
+	intake string // the source's intake URL, once the gateway serves
 }
 
 // rcSink counts the deliveries it gets by the id in their body, or by
@@ -79,30 +79,44 @@ func (s *rcSink) counts() map[string]int {
 	return out
 }
 
-// newRCGateway holds n events, one a minute up to now, in a fake Stripe
-// API and writes the configuration of a gateway on db whose source pay
-// reconciles with it; extra is added to the reconcile block.
-func newRCGateway(t *testing.T, n int, db, extra string) *rcGateway {
+// writeRCGateway serves api and a sink that names each delivery by name
+// (by the id in its body when nil), and writes the configuration of a
+// gateway that config makes of a fresh SQLite database's path, the API's
+// URL and the sink's.
+func writeRCGateway(t *testing.T, api http.Handler, name func(body []byte) (string, error), config func(db, apiURL, sinkURL string) string) *rcGateway {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("starts hookgate processes")
 	}
-	g := &rcGateway{api: stripefake.New(rcAPIKey), sink: &rcSink{got: map[string]int{}}}
-	now := time.Now()
-	for i := range n {
-		g.events = append(g.events, stripefake.Event{ID: fmt.Sprintf("evt_1Rc%05d", i), Type: "charge.succeeded",
-			Created: now.Add(-time.Duration(n-i) * time.Minute)})
-	}
-	g.api.Add(g.events...)
-	apiSrv := httptest.NewServer(g.api)
+	g := &rcGateway{sink: &rcSink{got: map[string]int{}, name: name}}
+	apiSrv := httptest.NewServer(api)
 	t.Cleanup(apiSrv.Close)
 	sinkSrv := httptest.NewServer(g.sink)
 	t.Cleanup(sinkSrv.Close)
 	dir := t.TempDir()
-	if db == "" {
-		db = "sqlite:" + filepath.Join(dir, "hookgate.db")
+	g.config = filepath.Join(dir, "hookgate.yaml")
+	cfg := config(filepath.Join(dir, "hookgate.db"), apiSrv.URL, sinkSrv.URL)
+	if err := os.WriteFile(g.config, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
 	}
-	cfg := fmt.Sprintf(`listen: 127.0.0.1:0
+	return g
+}
+
+// newRCGateway holds n events, one a minute up to now, in a fake Stripe
+// API and writes the configuration of a gateway whose source pay
+// reconciles with it; extra is added to the reconcile block.
+func newRCGateway(t *testing.T, n int, extra string) *rcGateway {
+	t.Helper()
+	api := stripefake.New(rcAPIKey)
+	var events []stripefake.Event
+	now := time.Now()
+	for i := range n {
+		events = append(events, stripefake.Event{ID: fmt.Sprintf("evt_1Rc%05d", i), Type: "charge.succeeded",
+			Created: now.Add(-time.Duration(n-i) * time.Minute)})
+	}
+	api.Add(events...)
+	g := writeRCGateway(t, api, nil, func(db, apiURL, sinkURL string) string {
+		return fmt.Sprintf(`listen: 127.0.0.1:0
 database: %q
 workers: 2
 lease: 3s
@@ -120,11 +134,43 @@ sources:
         timeout: 2s
         retry_initial: 100ms
         retry_max_delay: 1s
-`, db, writeText(t, "webhook-secret", rcWebhookSecret), writeText(t, "api-key", rcAPIKey), apiSrv.URL, extra, sinkSrv.URL)
-	g.config = filepath.Join(dir, "hookgate.yaml")
-	if err := os.WriteFile(g.config, []byte(cfg), 0o600); err != nil {
-		t.Fatal(err)
-	}
+`, "sqlite:"+db, writeText(t, "webhook-secret", rcWebhookSecret), writeText(t, "api-key", rcAPIKey), apiURL, extra, sinkURL)
+	})
+	g.api, g.events = api, events
+	return g
+}
+
+// rcSource is the one source of a test gateway that reconciles with an
+// API by token: its name and provider, its webhook secret and token, and
+// the lines its provider adds to the reconcile block.
+type rcSource struct {
+	name, provider, secret, token, reconcile string
+}
+
+// startRCGateway starts a gateway whose one source src reconciles with
+// api and delivers to a sink that names each delivery by name (by the id
+// in its body when nil).
+func startRCGateway(t *testing.T, api http.Handler, src rcSource, name func(body []byte) (string, error)) *rcGateway {
+	t.Helper()
+	g := writeRCGateway(t, api, name, func(db, apiURL, sinkURL string) string {
+		return fmt.Sprintf(`listen: 127.0.0.1:0
+database: sqlite:%s
+workers: 2
+sources:
+  - name: %s
+    provider: %s
+    secret: file:%s
+    reconcile:
+      token: file:%s
+      api_url: %s
+%s      rate: 1000/s
+    destinations:
+      - name: sink
+        url: %s/hooks
+        retry_initial: 100ms
+`, db, src.name, src.provider, writeText(t, "secret", src.secret), writeText(t, "token", src.token), apiURL, src.reconcile, sinkURL)
+	})
+	g.intake = startServe(t, "--config", g.config).addr + "/in/" + src.name
 	return g
 }
 
@@ -132,25 +178,39 @@ sources:
 // returns the status.
 func (g *rcGateway) webhook(t *testing.T, e stripefake.Event) int {
 	t.Helper()
-	body := e.Body(1)
-	req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, g.intake+"/in/pay", bytes.NewReader(body))
+	code, err := stripefake.Send(g.intake, rcWebhookSecret, e)
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := verify.NewStripe(rcWebhookSecret)
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Content-Type", "application/json; charset=utf-8")
-	if err := s.Sign(req, body); err != nil {
-		t.Fatal(err)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	return resp.StatusCode
+	return code
+}
+
+// waitStored waits until the gateway stored n events and processed each.
+func (g *rcGateway) waitStored(t *testing.T, what string, n int) {
+	t.Helper()
+	g.waitProcessed(t, what, func(stored int) bool { return stored == n })
+}
+
+// waitDelivered waits until the gateway processed every event it stored
+// and the sink got n different deliveries.
+func (g *rcGateway) waitDelivered(t *testing.T, what string, n int) {
+	t.Helper()
+	g.waitProcessed(t, what, func(int) bool { return len(g.sink.counts()) == n })
+}
+
+// waitProcessed waits until the gateway processed every event it stored
+// and done holds of how many it stored.
+func (g *rcGateway) waitProcessed(t *testing.T, what string, done func(stored int) bool) {
+	t.Helper()
+	eventually(t, what, func() bool {
+		stored := g.stored(t)
+		for _, e := range stored {
+			if e.Status != inbox.StatusProcessed {
+				return false
+			}
+		}
+		return done(len(stored))
+	})
 }
 
 // rcReport is the JSON of `hookgate reconcile`, as far as these tests
@@ -231,8 +291,8 @@ type rcEvent struct {
 // stored and delivered once, and a rerun recovers nothing.
 func TestReconcileRecoversMissedStripeEvents(t *testing.T) {
 	t.Parallel()
-	g := newRCGateway(t, 120, "", "")
-	g.intake = startServe(t, "--config", g.config).addr
+	g := newRCGateway(t, 120, "")
+	g.intake = startServe(t, "--config", g.config).addr + "/in/pay"
 	for i, e := range g.events {
 		if i%2 == 0 {
 			if st := g.webhook(t, e); st != http.StatusAccepted {
@@ -254,14 +314,7 @@ func TestReconcileRecoversMissedStripeEvents(t *testing.T) {
 			t.Errorf("late webhook %s: %d, want 200 (duplicate)", e.ID, st)
 		}
 	}
-	eventually(t, "every event delivered", func() bool {
-		for _, e := range g.stored(t) {
-			if e.Status != inbox.StatusProcessed {
-				return false
-			}
-		}
-		return len(g.sink.counts()) == len(g.events)
-	})
+	g.waitDelivered(t, "every event delivered", len(g.events))
 	stored, delivered := g.stored(t), g.sink.counts()
 	for i, e := range g.events {
 		want := ""
@@ -295,7 +348,7 @@ func TestReconcileRecoversMissedStripeEvents(t *testing.T) {
 // once.
 func TestReconcileResumesAfterACrash(t *testing.T) {
 	t.Parallel()
-	g := newRCGateway(t, 250, "", "      every: 1h\n")
+	g := newRCGateway(t, 250, "      every: 1h\n")
 	arrived, release := g.api.Hold(2)
 	p := startServe(t, "--config", g.config)
 	<-arrived
@@ -342,7 +395,7 @@ func TestReconcileResumesAfterACrash(t *testing.T) {
 // run what it listed and recovered.
 func TestReconcileDryRunAndReport(t *testing.T) {
 	t.Parallel()
-	g := newRCGateway(t, 30, "", "")
+	g := newRCGateway(t, 30, "")
 	dry := g.reconcile(t, "--source", "pay", "--dry-run", "--since", "1h").Sources[0]
 	if dry.Run == nil || dry.Run.Listed != 30 || dry.Run.Recovered != 30 || dry.Checkpoint != nil || dry.Last != nil {
 		t.Fatalf("dry run: %+v, checkpoint %v, last %+v", dry.Run, dry.Checkpoint, dry.Last)

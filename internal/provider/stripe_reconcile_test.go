@@ -2,12 +2,10 @@ package provider_test
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
-	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -17,6 +15,7 @@ import (
 
 	"github.com/hookgate/hookgate/internal/config"
 	"github.com/hookgate/hookgate/internal/provider"
+	"github.com/hookgate/hookgate/internal/reconcile/stripefake"
 	"github.com/hookgate/hookgate/internal/source"
 )
 
@@ -25,130 +24,21 @@ var stripeNow = time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
 
 const stripeKey = "rk_test_51HookgateRestricted"
 
-// fakeStripe answers GET /v1/events as Stripe's API reference describes
-// it: newest first, created[gte], types[] (at most 20, not with type),
-// limit 1 to 100 (10 when absent), starting_after an event id of the
-// listing, {"object": "list", "url", "has_more", "data"}; errors as
-// {"error": {"type", "message"}}. Requests listed in fail are answered
-// with that status (and Retry-After) instead.
-type fakeStripe struct {
-	events []fakeEvent // newest first
-
-	mu       sync.Mutex
-	fail     map[int]failure // by request number, from 1
-	requests []url.Values
-}
-
-type fakeEvent struct {
-	id, typ string
-	created int64
-}
-
-type failure struct {
-	status     int
-	retryAfter string
-}
-
-// body is the event as Stripe renders it, pending_webhooks as given (the
-// webhook's copy and the listing's may differ there).
-func (e fakeEvent) body(pending int) []byte {
-	obj, _, _ := strings.Cut(e.typ, ".")
-	return fmt.Appendf(nil, `{"id":%q,"object":"event","api_version":"2024-06-20","created":%d,"data":{"object":{"id":"%s_%s","object":%q,"status":"succeeded"}},"livemode":false,"pending_webhooks":%d,"request":{"id":null,"idempotency_key":null},"type":%q}`,
-		e.id, e.created, obj, strings.TrimPrefix(e.id, "evt_"), obj, pending, e.typ)
-}
-
-// newFakeStripe holds n events, one a minute up to stripeNow, of three
-// types in turn.
-func newFakeStripe(t *testing.T, n int) (*fakeStripe, *httptest.Server) {
+// stripeEvents holds n events, one a minute up to stripeNow, of three
+// types in turn, in a fake Stripe API; it returns them newest first.
+func stripeEvents(t *testing.T, n int) (*stripefake.API, *httptest.Server, []stripefake.Event) {
 	t.Helper()
 	types := []string{"payment_intent.succeeded", "charge.succeeded", "customer.created"}
-	f := &fakeStripe{fail: map[int]failure{}}
+	api := stripefake.New(stripeKey)
+	var events []stripefake.Event
 	for i := n - 1; i >= 0; i-- {
-		f.events = append(f.events, fakeEvent{id: fmt.Sprintf("evt_1Qa%06d", i), typ: types[i%3],
-			created: stripeNow.Add(-time.Duration(n-1-i) * time.Minute).Unix()})
+		events = append(events, stripefake.Event{ID: fmt.Sprintf("evt_1Qa%06d", i), Type: types[i%3],
+			Created: stripeNow.Add(-time.Duration(n-1-i) * time.Minute)})
 	}
-	srv := httptest.NewServer(f)
+	api.Add(events...)
+	srv := httptest.NewServer(api)
 	t.Cleanup(srv.Close)
-	return f, srv
-}
-
-func stripeError(w http.ResponseWriter, status int, typ, msg string) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	json.NewEncoder(w).Encode(map[string]any{"error": map[string]string{"type": typ, "message": msg}})
-}
-
-func (f *fakeStripe) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	f.mu.Lock()
-	f.requests = append(f.requests, r.URL.Query())
-	fail, failing := f.fail[len(f.requests)]
-	f.mu.Unlock()
-	if r.Method != http.MethodGet || r.URL.Path != "/v1/events" {
-		stripeError(w, http.StatusNotFound, "invalid_request_error", "Unrecognized request URL")
-		return
-	}
-	if failing {
-		if fail.retryAfter != "" {
-			w.Header().Set("Retry-After", fail.retryAfter)
-		}
-		typ := "api_error"
-		if fail.status == http.StatusTooManyRequests {
-			typ = "rate_limit_error"
-		}
-		stripeError(w, fail.status, typ, "try again")
-		return
-	}
-	if r.Header.Get("Authorization") != "Bearer "+stripeKey {
-		stripeError(w, http.StatusUnauthorized, "invalid_request_error", "Invalid API Key provided: rk_test_****")
-		return
-	}
-	q := r.URL.Query()
-	limit := 10
-	if v := q.Get("limit"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 || n > 100 {
-			stripeError(w, http.StatusBadRequest, "invalid_request_error", "limit must be between 1 and 100")
-			return
-		}
-		limit = n
-	}
-	types := q["types[]"]
-	if len(types) > 20 || len(types) > 0 && q.Has("type") {
-		stripeError(w, http.StatusBadRequest, "invalid_request_error", "types: at most 20, and not with type")
-		return
-	}
-	var gte int64
-	if v := q.Get("created[gte]"); v != "" {
-		gte, _ = strconv.ParseInt(v, 10, 64)
-	}
-	var listed []fakeEvent
-	for _, e := range f.events {
-		if e.created >= gte && (len(types) == 0 || slices.Contains(types, e.typ)) {
-			listed = append(listed, e)
-		}
-	}
-	if after := q.Get("starting_after"); after != "" {
-		i := slices.IndexFunc(listed, func(e fakeEvent) bool { return e.id == after })
-		if i < 0 {
-			stripeError(w, http.StatusBadRequest, "invalid_request_error", "No such event: '"+after+"'")
-			return
-		}
-		listed = listed[i+1:]
-	}
-	more := len(listed) > limit
-	listed = listed[:min(limit, len(listed))]
-	data := make([]json.RawMessage, len(listed))
-	for i, e := range listed {
-		data[i] = e.body(0)
-	}
-	w.Header().Set("Content-Type", "application/json")
-	json.NewEncoder(w).Encode(map[string]any{"object": "list", "url": "/v1/events", "has_more": more, "data": data})
-}
-
-func (f *fakeStripe) queries() []url.Values {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return slices.Clone(f.requests)
+	return api, srv, events
 }
 
 // sleeps records the waits a reconciler asks for, without waiting.
@@ -201,13 +91,13 @@ func ids(pages []provider.Page) []string {
 // previous page's last event, until has_more is false.
 func TestStripeReconcileListsEveryEvent(t *testing.T) {
 	t.Parallel()
-	f, srv := newFakeStripe(t, 450)
+	api, srv, events := stripeEvents(t, 450)
 	since := stripeNow.Add(-400 * time.Minute)
 	types := []string{"payment_intent.succeeded", "charge.succeeded"}
 	var want []string
-	for _, e := range f.events {
-		if e.created >= since.Unix() && slices.Contains(types, e.typ) {
-			want = append(want, e.id)
+	for _, e := range events {
+		if e.Created.Unix() >= since.Unix() && slices.Contains(types, e.Type) {
+			want = append(want, e.ID)
 		}
 	}
 	pages := listAll(t, newStripeReconciler(t, srv, &sleeps{}, 0), provider.ListQuery{Since: since, Types: types})
@@ -217,7 +107,7 @@ func TestStripeReconcileListsEveryEvent(t *testing.T) {
 	if len(pages) != 3 {
 		t.Errorf("%d pages, want 3 (%d events, 100 a page)", len(pages), len(want))
 	}
-	qs := f.queries()
+	qs := api.Requests()
 	if len(qs) != len(pages) {
 		t.Fatalf("%d requests for %d pages", len(qs), len(pages))
 	}
@@ -239,9 +129,9 @@ func TestStripeReconcileListsEveryEvent(t *testing.T) {
 		}
 	}
 	d := pages[0].Deliveries[0]
-	e := f.events[slices.IndexFunc(f.events, func(e fakeEvent) bool { return e.id == want[0] })]
-	if d.Created.Unix() != e.created || d.Type != e.typ || string(d.Body) != string(e.body(0)) {
-		t.Errorf("first delivery %s %s %s, want the newest event of the types as listed: %s", d.ID, d.Type, d.Created, e.body(0))
+	e := events[slices.IndexFunc(events, func(e stripefake.Event) bool { return e.ID == want[0] })]
+	if d.Created.Unix() != e.Created.Unix() || d.Type != e.Type || string(d.Body) != string(e.Body(0)) {
+		t.Errorf("first delivery %s %s %s, want the newest event of the types as listed: %s", d.ID, d.Type, d.Created, e.Body(0))
 	}
 }
 
@@ -250,7 +140,7 @@ func TestStripeReconcileListsEveryEvent(t *testing.T) {
 // the two copies.
 func TestStripeReconcileKeysAsTheWebhook(t *testing.T) {
 	t.Parallel()
-	f, srv := newFakeStripe(t, 5)
+	_, srv, events := stripeEvents(t, 5)
 	sc := config.Source{Name: "billing", Provider: "stripe", Secret: config.NewSecret("whsec_stripe_test")}
 	src, err := source.New(sc, config.Default().Dedupe)
 	if err != nil {
@@ -258,8 +148,8 @@ func TestStripeReconcileKeysAsTheWebhook(t *testing.T) {
 	}
 	pages := listAll(t, newStripeReconciler(t, srv, &sleeps{}, 0), provider.ListQuery{Since: stripeNow.Add(-time.Hour)})
 	listed := pages[0].Deliveries
-	if len(listed) != len(f.events) {
-		t.Fatalf("listed %d, want %d", len(listed), len(f.events))
+	if len(listed) != len(events) {
+		t.Fatalf("listed %d, want %d", len(listed), len(events))
 	}
 	for i, d := range listed {
 		r := httptest.NewRequest(http.MethodPost, "/in/billing", nil)
@@ -269,7 +159,7 @@ func TestStripeReconcileKeysAsTheWebhook(t *testing.T) {
 			t.Fatalf("%s: Events: %v, %v", d.ID, got, err)
 		}
 
-		hook := f.events[i].body(1)
+		hook := events[i].Body(1)
 		wr := httptest.NewRequest(http.MethodPost, "/in/billing", strings.NewReader(string(hook)))
 		if err := src.Signer().Sign(wr, hook); err != nil {
 			t.Fatal(err)
@@ -295,14 +185,12 @@ func TestStripeReconcileKeysAsTheWebhook(t *testing.T) {
 // per request, and the listing goes on with nothing lost or repeated.
 func TestStripeReconcileRateLimits(t *testing.T) {
 	t.Parallel()
-	f, srv := newFakeStripe(t, 150)
-	f.fail = map[int]failure{
-		1: {http.StatusTooManyRequests, "7"},
-		2: {http.StatusInternalServerError, ""},
-		3: {http.StatusServiceUnavailable, ""},
-		5: {http.StatusTooManyRequests, ""},
-		6: {http.StatusTooManyRequests, "3600"},
-	}
+	api, srv, _ := stripeEvents(t, 150)
+	api.Fail(1, http.StatusTooManyRequests, "7")
+	api.Fail(2, http.StatusInternalServerError, "")
+	api.Fail(3, http.StatusServiceUnavailable, "")
+	api.Fail(5, http.StatusTooManyRequests, "")
+	api.Fail(6, http.StatusTooManyRequests, "3600")
 	var s sleeps
 	pages := listAll(t, newStripeReconciler(t, srv, &s, 0), provider.ListQuery{Since: stripeNow.Add(-24 * time.Hour)})
 	got := ids(pages)
@@ -314,7 +202,7 @@ func TestStripeReconcileRateLimits(t *testing.T) {
 	if !slices.Equal(s.d, want) {
 		t.Errorf("waited %v, want %v", s.d, want)
 	}
-	if n := len(f.queries()); n != 7 {
+	if n := len(api.Requests()); n != 7 {
 		t.Errorf("%d requests, want 7 (5 answered with an error, 2 pages)", n)
 	}
 }
@@ -324,18 +212,18 @@ func TestStripeReconcileRateLimits(t *testing.T) {
 // without showing the key.
 func TestStripeReconcileGivesUp(t *testing.T) {
 	t.Parallel()
-	f, srv := newFakeStripe(t, 10)
+	api, srv, _ := stripeEvents(t, 10)
 	for i := 1; i <= 10; i++ {
-		f.fail[i] = failure{status: http.StatusBadGateway}
+		api.Fail(i, http.StatusBadGateway, "")
 	}
 	var s sleeps
 	err := newStripeReconciler(t, srv, &s, 3).List(t.Context(), provider.ListQuery{Since: stripeNow.Add(-time.Hour)},
 		func(provider.Page) error { t.Error("a page of a failing API"); return nil })
-	if !errors.Is(err, provider.ErrUnavailable) || len(f.queries()) != 3 || len(s.d) != 2 {
-		t.Errorf("List: %v after %d requests and %d waits, want ErrUnavailable after 3 and 2", err, len(f.queries()), len(s.d))
+	if !errors.Is(err, provider.ErrUnavailable) || len(api.Requests()) != 3 || len(s.d) != 2 {
+		t.Errorf("List: %v after %d requests and %d waits, want ErrUnavailable after 3 and 2", err, len(api.Requests()), len(s.d))
 	}
 
-	_, srv2 := newFakeStripe(t, 10)
+	_, srv2, _ := stripeEvents(t, 10)
 	p, _ := provider.Lookup("stripe")
 	r, err := p.Reconcile(provider.ReconcileConfig{APIURL: srv2.URL, Key: "rk_test_wrong", Now: func() time.Time { return stripeNow }, Sleep: s.sleep})
 	if err != nil {
@@ -355,7 +243,7 @@ func TestStripeReconcileGivesUp(t *testing.T) {
 // the listing.
 func TestStripeReconcileResumes(t *testing.T) {
 	t.Parallel()
-	f, srv := newFakeStripe(t, 250)
+	api, srv, _ := stripeEvents(t, 250)
 	r := newStripeReconciler(t, srv, &sleeps{}, 0)
 	q := provider.ListQuery{Since: stripeNow.Add(-24 * time.Hour)}
 	all := listAll(t, r, q)
@@ -370,7 +258,7 @@ func TestStripeReconcileResumes(t *testing.T) {
 	if got, want := append(ids(first), ids(rest)...), ids(all); !slices.Equal(got, want) {
 		t.Errorf("first page and resumed listing: %d events, want %d as listed at once", len(got), len(want))
 	}
-	if n := len(f.queries()); n != len(all)+1+len(rest) {
+	if n := len(api.Requests()); n != len(all)+1+len(rest) {
 		t.Errorf("%d requests, want %d", n, len(all)+1+len(rest))
 	}
 }
@@ -380,15 +268,15 @@ func TestStripeReconcileResumes(t *testing.T) {
 // matched by the reconciler instead of types[].
 func TestStripeReconcileQuery(t *testing.T) {
 	t.Parallel()
-	f, srv := newFakeStripe(t, 30)
+	api, srv, _ := stripeEvents(t, 30)
 	r := newStripeReconciler(t, srv, &sleeps{}, 0)
 	listAll(t, r, provider.ListQuery{Since: stripeNow.Add(-90 * 24 * time.Hour)})
-	if got, want := f.queries()[0].Get("created[gte]"), strconv.FormatInt(stripeNow.Add(-provider.StripeRetention).Unix(), 10); got != want {
+	if got, want := api.Requests()[0].Get("created[gte]"), strconv.FormatInt(stripeNow.Add(-provider.StripeRetention).Unix(), 10); got != want {
 		t.Errorf("created[gte]=%s, want %s (30 days back)", got, want)
 	}
 
 	pages := listAll(t, r, provider.ListQuery{Since: stripeNow.Add(-time.Hour), Types: []string{"charge.*"}})
-	if q := f.queries()[1]; q.Has("types[]") {
+	if q := api.Requests()[1]; q.Has("types[]") {
 		t.Errorf("a pattern sent as types[]: %v", q)
 	}
 	if got := ids(pages); len(got) != 10 {
@@ -407,7 +295,7 @@ func TestStripeReconcileQuery(t *testing.T) {
 		many = append(many, fmt.Sprintf("other.type%d", i))
 	}
 	pages = listAll(t, r, provider.ListQuery{Since: stripeNow.Add(-time.Hour), Types: many})
-	if q := f.queries()[2]; q.Has("types[]") {
+	if q := api.Requests()[2]; q.Has("types[]") {
 		t.Errorf("21 types sent as types[]: %v", q)
 	}
 	if got := ids(pages); len(got) != 10 {

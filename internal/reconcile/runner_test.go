@@ -50,23 +50,41 @@ func setup(t *testing.T, n int) *bundle {
 	b.api.Add(b.events...)
 	srv := httptest.NewServer(b.api)
 	t.Cleanup(srv.Close)
-	var err error
-	b.store, err = sqlite.Open(filepath.Join(t.TempDir(), "inbox.db"), sqlite.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { b.store.Close() })
-	b.src, err = source.New(config.Source{Name: "pay", Provider: "stripe", Secret: config.NewSecret("whsec_dGVzdA==")}, config.Default().Dedupe)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b.runner, err = reconcile.New(reconcile.Options{Source: b.src, Store: b.store, Client: srv.Client(),
-		Config: config.Reconcile{Overlap: config.DefaultReconcileOverlap, Lookback: config.DefaultReconcileLookback,
-			Rate: config.Rate{N: 1000, Per: time.Second}, APIKey: config.NewSecret(restrictedKey), APIURL: srv.URL}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	b.store, b.src = newInbox(t, config.Source{Name: "pay", Provider: "stripe", Secret: config.NewSecret("whsec_dGVzdA==")})
+	b.runner = newRunner(t, srv, reconcile.Options{Source: b.src, Store: b.store,
+		Config: config.Reconcile{APIKey: config.NewSecret(restrictedKey)}})
 	return b
+}
+
+// newInbox opens a fresh inbox, and the source sc.
+func newInbox(t *testing.T, sc config.Source) (*sqlite.Store, *source.Source) {
+	t.Helper()
+	store, err := sqlite.Open(filepath.Join(t.TempDir(), "inbox.db"), sqlite.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { store.Close() })
+	src, err := source.New(sc, config.Default().Dedupe)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return store, src
+}
+
+// newRunner returns the runner o describes, reconciling with the API srv
+// serves at 1000 requests a second, with the default overlap and
+// lookback.
+func newRunner(t *testing.T, srv *httptest.Server, o reconcile.Options) *reconcile.Runner {
+	t.Helper()
+	o.Client = srv.Client()
+	o.Config.Overlap, o.Config.Lookback = config.DefaultReconcileOverlap, config.DefaultReconcileLookback
+	o.Config.Rate = config.Rate{N: 1000, Per: time.Second}
+	o.Config.APIURL = srv.URL
+	r, err := reconcile.New(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
 }
 
 // webhook stores e as its webhook would have been stored.
@@ -244,15 +262,7 @@ func TestOnDemandRunMovesTheCheckpointOnlyWhenItCovers(t *testing.T) {
 // once the redeliveries came, a rerun asks nothing either.
 func TestRunAsksGitHubToRedeliver(t *testing.T) {
 	t.Parallel()
-	store, err := sqlite.Open(filepath.Join(t.TempDir(), "inbox.db"), sqlite.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { store.Close() })
-	src, err := source.New(config.Source{Name: "gh", Provider: "github", Secret: config.NewSecret("hook-secret")}, config.Default().Dedupe)
-	if err != nil {
-		t.Fatal(err)
-	}
+	store, src := newInbox(t, config.Source{Name: "gh", Provider: "github", Secret: config.NewSecret("hook-secret")})
 	// The hook's URL stores what it is sent as intake keys it.
 	hook := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
@@ -285,13 +295,8 @@ func TestRunAsksGitHubToRedeliver(t *testing.T) {
 			api.Add(d)
 		}
 	}
-	runner, err := reconcile.New(reconcile.Options{Source: src, Store: store, Client: apiSrv.Client(),
-		Config: config.Reconcile{Overlap: config.DefaultReconcileOverlap, Lookback: config.DefaultReconcileLookback,
-			Rate: config.Rate{N: 1000, Per: time.Second}, Token: config.NewSecret("ghp_token"), APIURL: apiSrv.URL,
-			Hook: "repos/acme/shop/hooks/1"}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	runner := newRunner(t, apiSrv, reconcile.Options{Source: src, Store: store,
+		Config: config.Reconcile{Token: config.NewSecret("ghp_token"), Hook: "repos/acme/shop/hooks/1"}})
 	dry, err := runner.Run(t.Context(), reconcile.RunOptions{DryRun: true, Since: time.Hour})
 	if err != nil || dry.Listed != 30 || dry.Had != 10 || dry.Recovered != 20 || len(api.Redelivered()) != 0 {
 		t.Fatalf("dry run: %+v, %v; redelivered %v", dry, err, api.Redelivered())
@@ -326,15 +331,7 @@ func TestRunAsksGitHubToRedeliver(t *testing.T) {
 // applied, each is a duplicate; a newer state of one object is new.
 func TestRunKeepsShopifyStatesOnce(t *testing.T) {
 	t.Parallel()
-	store, err := sqlite.Open(filepath.Join(t.TempDir(), "inbox.db"), sqlite.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { store.Close() })
-	src, err := source.New(config.Source{Name: "shop", Provider: "shopify", Secret: config.NewSecret("app-secret")}, config.Default().Dedupe)
-	if err != nil {
-		t.Fatal(err)
-	}
+	store, src := newInbox(t, config.Source{Name: "shop", Provider: "shopify", Secret: config.NewSecret("app-secret")})
 	api := shopifyfake.New("shpat_token")
 	now := time.Now().Truncate(time.Second)
 	for i := range 40 {
@@ -342,13 +339,8 @@ func TestRunKeepsShopifyStatesOnce(t *testing.T) {
 	}
 	apiSrv := httptest.NewServer(api)
 	t.Cleanup(apiSrv.Close)
-	runner, err := reconcile.New(reconcile.Options{Source: src, Store: store, Client: apiSrv.Client(),
-		Config: config.Reconcile{Overlap: config.DefaultReconcileOverlap, Lookback: config.DefaultReconcileLookback,
-			Rate: config.Rate{N: 1000, Per: time.Second}, Token: config.NewSecret("shpat_token"), APIURL: apiSrv.URL,
-			Shop: "acme.myshopify.com", Resources: []string{"products"}}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	runner := newRunner(t, apiSrv, reconcile.Options{Source: src, Store: store,
+		Config: config.Reconcile{Token: config.NewSecret("shpat_token"), Shop: "acme.myshopify.com", Resources: []string{"products"}}})
 	dry, err := runner.Run(t.Context(), reconcile.RunOptions{DryRun: true})
 	if err != nil || dry.Listed != 40 || dry.Recovered != 40 {
 		t.Fatalf("dry run: %+v, %v", dry, err)
@@ -372,15 +364,7 @@ func TestRunKeepsShopifyStatesOnce(t *testing.T) {
 // asked about.
 func TestRunAsksShippoAboutOpenNumbers(t *testing.T) {
 	t.Parallel()
-	store, err := sqlite.Open(filepath.Join(t.TempDir(), "inbox.db"), sqlite.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { store.Close() })
-	src, err := source.New(config.Source{Name: "ship", Provider: "shippo", Secret: config.NewSecret("shippo-secret")}, config.Default().Dedupe)
-	if err != nil {
-		t.Fatal(err)
-	}
+	store, src := newInbox(t, config.Source{Name: "ship", Provider: "shippo", Secret: config.NewSecret("shippo-secret")})
 	api := shippofake.New("shippo_test_token")
 	now := time.Now().Truncate(time.Second)
 	var ids []int64
@@ -429,13 +413,8 @@ func TestRunAsksShippoAboutOpenNumbers(t *testing.T) {
 	apiSrv := httptest.NewServer(api)
 	t.Cleanup(apiSrv.Close)
 	var logged bytes.Buffer
-	runner, err := reconcile.New(reconcile.Options{Source: src, Store: store, Client: apiSrv.Client(),
-		Logger: slog.New(slog.NewTextHandler(&logged, nil)),
-		Config: config.Reconcile{Overlap: config.DefaultReconcileOverlap, Lookback: config.DefaultReconcileLookback,
-			Rate: config.Rate{N: 1000, Per: time.Second}, Token: config.NewSecret("shippo_test_token"), APIURL: apiSrv.URL}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	runner := newRunner(t, apiSrv, reconcile.Options{Source: src, Store: store, Logger: slog.New(slog.NewTextHandler(&logged, nil)),
+		Config: config.Reconcile{Token: config.NewSecret("shippo_test_token")}})
 	open := int64(len(wantAsked))
 	for i, want := range []int64{int64(moved), 0} {
 		run, err := runner.Run(t.Context(), reconcile.RunOptions{})

@@ -10,8 +10,6 @@
 package githubfake
 
 import (
-	"bytes"
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -21,6 +19,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/hookgate/hookgate/internal/reconcile/fakeapi"
 	"github.com/hookgate/hookgate/verify"
 )
 
@@ -45,20 +44,28 @@ type record struct {
 // API is the fake API; see New.
 type API struct {
 	token, hook, secret string
+	log                 *fakeapi.Log[string] // "METHOD path?query"
 
 	mu         sync.Mutex
 	target     string
 	records    []record // newest first
 	nextID     int64
-	requests   []string // "METHOD path?query", in order
-	limited    map[int]bool
 	redelivers sync.WaitGroup
+}
+
+// errs are GitHub's errors: a message and where the documentation is.
+var errs = fakeapi.Errors{
+	Body: func(_ int, msg string) any {
+		return map[string]string{"message": msg, "documentation_url": "https://docs.github.com/rest"}
+	},
+	Limited:    "You have exceeded a secondary rate limit.",
+	RetryAfter: "1",
 }
 
 // New returns the API of hook (repos/OWNER/REPO/hooks/ID), which accepts
 // token and signs what it sends with secret.
 func New(token, hook, secret string) *API {
-	return &API{token: token, hook: hook, secret: secret, nextID: 1000, limited: map[int]bool{}}
+	return &API{token: token, hook: hook, secret: secret, log: fakeapi.NewLog[string](errs), nextID: 1000}
 }
 
 // Target sets the hook's URL, where Deliver and redeliveries send.
@@ -112,44 +119,25 @@ func (a *API) send(d Delivery) (int, error) {
 	a.mu.Lock()
 	target := a.target
 	a.mu.Unlock()
-	req, err := http.NewRequest(http.MethodPost, target, bytes.NewReader(d.Body))
-	if err != nil {
-		return 0, err
-	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("User-Agent", "GitHub-Hookshot/fake")
-	req.Header.Set("X-GitHub-Delivery", d.GUID)
-	req.Header.Set("X-GitHub-Event", d.Event)
-	req.Header.Set("X-GitHub-Hook-ID", a.hook[strings.LastIndex(a.hook, "/")+1:])
 	s, err := verify.NewGitHub(a.secret)
 	if err != nil {
 		return 0, err
 	}
-	if err := s.Sign(req, d.Body); err != nil {
-		return 0, err
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return 0, err
-	}
-	resp.Body.Close()
-	return resp.StatusCode, nil
+	return fakeapi.Send(target, s, map[string]string{
+		"Content-Type":      "application/json",
+		"User-Agent":        "GitHub-Hookshot/fake",
+		"X-GitHub-Delivery": d.GUID,
+		"X-GitHub-Event":    d.Event,
+		"X-GitHub-Hook-ID":  a.hook[strings.LastIndex(a.hook, "/")+1:],
+	}, d.Body)
 }
 
 // RateLimit makes the n-th request (from 1) be answered 429 with
 // Retry-After: 1.
-func (a *API) RateLimit(n int) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	a.limited[n] = true
-}
+func (a *API) RateLimit(n int) { a.log.RateLimit(n) }
 
 // Requests returns every request so far, "METHOD path?query", in order.
-func (a *API) Requests() []string {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return slices.Clone(a.requests)
-}
+func (a *API) Requests() []string { return a.log.Requests() }
 
 // Redelivered returns the GUIDs of the redeliveries made, in order.
 func (a *API) Redelivered() []string {
@@ -167,25 +155,13 @@ func (a *API) Redelivered() []string {
 // Wait waits for the redeliveries asked for so far to be sent.
 func (a *API) Wait() { a.redelivers.Wait() }
 
-func apiError(w http.ResponseWriter, status int, msg string) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	json.NewEncoder(w).Encode(map[string]string{"message": msg, "documentation_url": "https://docs.github.com/rest"})
-}
-
 // ServeHTTP answers the hook's deliveries endpoints.
 func (a *API) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	a.mu.Lock()
-	a.requests = append(a.requests, r.Method+" "+r.URL.RequestURI())
-	limited := a.limited[len(a.requests)]
-	a.mu.Unlock()
-	if limited {
-		w.Header().Set("Retry-After", "1")
-		apiError(w, http.StatusTooManyRequests, "You have exceeded a secondary rate limit.")
+	if !a.log.Arrive(w, r, r.Method+" "+r.URL.RequestURI()) {
 		return
 	}
 	if r.Header.Get("Authorization") != "Bearer "+a.token {
-		apiError(w, http.StatusUnauthorized, "Bad credentials")
+		errs.Write(w, http.StatusUnauthorized, "Bad credentials")
 		return
 	}
 	base := "/" + a.hook + "/deliveries"
@@ -195,20 +171,16 @@ func (a *API) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case ok && strings.HasSuffix(rest, "/attempts") && r.Method == http.MethodPost:
 		a.redeliver(w, strings.TrimSuffix(strings.TrimPrefix(rest, "/"), "/attempts"))
 	default:
-		apiError(w, http.StatusNotFound, "Not Found")
+		errs.Write(w, http.StatusNotFound, "Not Found")
 	}
 }
 
 func (a *API) list(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
-	per := 30
-	if v := q.Get("per_page"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 || n > 100 {
-			apiError(w, http.StatusUnprocessableEntity, "per_page must be between 1 and 100")
-			return
-		}
-		per = n
+	per, ok := fakeapi.PageSize(q, "per_page", 30, 100)
+	if !ok {
+		errs.Write(w, http.StatusUnprocessableEntity, "per_page must be between 1 and 100")
+		return
 	}
 	a.mu.Lock()
 	records := slices.Clone(a.records)
@@ -217,7 +189,7 @@ func (a *API) list(w http.ResponseWriter, r *http.Request) {
 		id, err := strconv.ParseInt(strings.TrimPrefix(c, "v1_"), 10, 64)
 		i := slices.IndexFunc(records, func(r record) bool { return r.id == id })
 		if err != nil || i < 0 {
-			apiError(w, http.StatusUnprocessableEntity, "Invalid cursor")
+			errs.Write(w, http.StatusUnprocessableEntity, "Invalid cursor")
 			return
 		}
 		records = records[i+1:]
@@ -233,8 +205,7 @@ func (a *API) list(w http.ResponseWriter, r *http.Request) {
 			"redelivery": rec.redelivery, "duration": 0.31, "status": rec.status, "status_code": rec.statusCode,
 			"event": rec.d.Event, "action": rec.d.Action, "installation_id": nil, "repository_id": 812345678}
 	}
-	w.Header().Set("Content-Type", "application/json")
-	json.NewEncoder(w).Encode(items)
+	fakeapi.JSON(w, http.StatusOK, items)
 }
 
 func (a *API) redeliver(w http.ResponseWriter, id string) {
@@ -248,7 +219,7 @@ func (a *API) redeliver(w http.ResponseWriter, id string) {
 	}
 	a.mu.Unlock()
 	if err != nil || i < 0 {
-		apiError(w, http.StatusNotFound, "Not Found")
+		errs.Write(w, http.StatusNotFound, "Not Found")
 		return
 	}
 	// GitHub answers at once and delivers later.

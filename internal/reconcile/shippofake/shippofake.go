@@ -7,8 +7,6 @@
 package shippofake
 
 import (
-	"bytes"
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"slices"
@@ -16,6 +14,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/hookgate/hookgate/internal/reconcile/fakeapi"
 	"github.com/hookgate/hookgate/verify"
 )
 
@@ -42,16 +41,22 @@ func (t Track) Webhook() []byte {
 // API is the fake API; see New.
 type API struct {
 	token string
+	log   *fakeapi.Log[string] // path
 
-	mu       sync.Mutex
-	tracks   map[string]Track
-	requests []string
-	limited  map[int]bool
+	mu     sync.Mutex
+	tracks map[string]Track
+}
+
+// errs are Shippo's errors.
+var errs = fakeapi.Errors{
+	Body:       func(_ int, msg string) any { return map[string]string{"detail": msg} },
+	Limited:    "Request was throttled.",
+	RetryAfter: "1",
 }
 
 // New returns an API that accepts the token token.
 func New(token string) *API {
-	return &API{token: token, tracks: map[string]Track{}, limited: map[int]bool{}}
+	return &API{token: token, log: fakeapi.NewLog[string](errs), tracks: map[string]Track{}}
 }
 
 // Set sets the status Shippo knows of each track's number.
@@ -65,47 +70,19 @@ func (a *API) Set(tracks ...Track) {
 
 // RateLimit makes the n-th request (from 1) be answered 429 with
 // Retry-After: 1.
-func (a *API) RateLimit(n int) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	a.limited[n] = true
-}
+func (a *API) RateLimit(n int) { a.log.RateLimit(n) }
 
 // Requests returns every request's path so far, in order.
-func (a *API) Requests() []string {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return slices.Clone(a.requests)
-}
+func (a *API) Requests() []string { return a.log.Requests() }
 
 // Send posts t's webhook to url, signed with secret; it returns the
 // status.
 func Send(url, secret string, t Track) (int, error) {
-	body := t.Webhook()
-	req, err := http.NewRequest(http.MethodPost, url, bytes.NewReader(body))
-	if err != nil {
-		return 0, err
-	}
-	req.Header.Set("Content-Type", "application/json")
 	s, err := verify.NewShippo(secret, "")
 	if err != nil {
 		return 0, err
 	}
-	if err := s.Sign(req, body); err != nil {
-		return 0, err
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return 0, err
-	}
-	resp.Body.Close()
-	return resp.StatusCode, nil
-}
-
-func apiError(w http.ResponseWriter, status int, msg string) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	json.NewEncoder(w).Encode(map[string]string{"detail": msg})
+	return fakeapi.Send(url, s, map[string]string{"Content-Type": "application/json"}, t.Webhook())
 }
 
 // carriers are the carriers the API tracks; any other is not found.
@@ -116,26 +93,20 @@ var carriers = []string{"usps", "ups", "fedex", "dhl_express", "shippo"}
 // its carrier does not know yet (tracking_status null); 404 for a
 // carrier it does not track.
 func (a *API) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	a.mu.Lock()
-	a.requests = append(a.requests, r.URL.Path)
-	limited := a.limited[len(a.requests)]
-	a.mu.Unlock()
-	if limited {
-		w.Header().Set("Retry-After", "1")
-		apiError(w, http.StatusTooManyRequests, "Request was throttled.")
+	if !a.log.Arrive(w, r, r.URL.Path) {
 		return
 	}
 	if r.Header.Get("Authorization") != "ShippoToken "+a.token {
-		apiError(w, http.StatusUnauthorized, "Invalid token.")
+		errs.Write(w, http.StatusUnauthorized, "Invalid token.")
 		return
 	}
 	parts := strings.Split(strings.TrimPrefix(r.URL.Path, "/"), "/")
 	if r.Method != http.MethodGet || len(parts) != 3 || parts[0] != "tracks" || parts[1] == "" || parts[2] == "" {
-		apiError(w, http.StatusNotFound, "Not found.")
+		errs.Write(w, http.StatusNotFound, "Not found.")
 		return
 	}
 	if !slices.Contains(carriers, parts[1]) {
-		apiError(w, http.StatusNotFound, "Not found.")
+		errs.Write(w, http.StatusNotFound, "Not found.")
 		return
 	}
 	a.mu.Lock()

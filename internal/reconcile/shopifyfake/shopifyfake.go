@@ -10,7 +10,6 @@
 package shopifyfake
 
 import (
-	"bytes"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
@@ -22,6 +21,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/hookgate/hookgate/internal/reconcile/fakeapi"
 	"github.com/hookgate/hookgate/verify"
 )
 
@@ -42,16 +42,22 @@ func (o Object) Body() []byte {
 // API is the fake API; see New.
 type API struct {
 	token string
+	log   *fakeapi.Log[string] // "path?query"
 
-	mu       sync.Mutex
-	objects  map[string][]Object
-	requests []string
-	limited  map[int]bool
+	mu      sync.Mutex
+	objects map[string][]Object
+}
+
+// errs are Shopify's errors; a 429 is its leaky bucket's.
+var errs = fakeapi.Errors{
+	Body:       func(_ int, msg string) any { return map[string]string{"errors": msg} },
+	Limited:    "Exceeded 2 calls per second for api client. Reduce request rates to resume uninterrupted service.",
+	RetryAfter: "2.0",
 }
 
 // New returns an API that accepts the access token token.
 func New(token string) *API {
-	return &API{token: token, objects: map[string][]Object{}, limited: map[int]bool{}}
+	return &API{token: token, log: fakeapi.NewLog[string](errs), objects: map[string][]Object{}}
 }
 
 // Add adds objects of resource.
@@ -64,52 +70,26 @@ func (a *API) Add(resource string, objs ...Object) {
 
 // RateLimit makes the n-th request (from 1) be answered 429 with
 // Retry-After: 2.0.
-func (a *API) RateLimit(n int) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	a.limited[n] = true
-}
+func (a *API) RateLimit(n int) { a.log.RateLimit(n) }
 
 // Requests returns every request so far, "path?query", in order.
-func (a *API) Requests() []string {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return slices.Clone(a.requests)
-}
+func (a *API) Requests() []string { return a.log.Requests() }
 
 // Send posts o to url as the webhook of topic from shop, signed with
 // secret, with a fresh webhook id, triggered at after; it returns the
 // status.
 func Send(url, secret, shop, topic string, o Object, after time.Duration) (int, error) {
-	body := o.Body()
-	req, err := http.NewRequest(http.MethodPost, url, bytes.NewReader(body))
-	if err != nil {
-		return 0, err
-	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("X-Shopify-Topic", topic)
-	req.Header.Set("X-Shopify-Shop-Domain", shop)
-	req.Header.Set("X-Shopify-Webhook-Id", fmt.Sprintf("b54557e4-bdd9-4b37-8a5f-%012d", o.ID*1000+o.UpdatedAt.Unix()%1000))
-	req.Header.Set("X-Shopify-Triggered-At", o.UpdatedAt.Add(after).UTC().Format(time.RFC3339Nano))
 	s, err := verify.NewShopify(secret)
 	if err != nil {
 		return 0, err
 	}
-	if err := s.Sign(req, body); err != nil {
-		return 0, err
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return 0, err
-	}
-	resp.Body.Close()
-	return resp.StatusCode, nil
-}
-
-func apiError(w http.ResponseWriter, status int, msg string) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	json.NewEncoder(w).Encode(map[string]string{"errors": msg})
+	return fakeapi.Send(url, s, map[string]string{
+		"Content-Type":           "application/json",
+		"X-Shopify-Topic":        topic,
+		"X-Shopify-Shop-Domain":  shop,
+		"X-Shopify-Webhook-Id":   fmt.Sprintf("b54557e4-bdd9-4b37-8a5f-%012d", o.ID*1000+o.UpdatedAt.Unix()%1000),
+		"X-Shopify-Triggered-At": o.UpdatedAt.Add(after).UTC().Format(time.RFC3339Nano),
+	}, o.Body())
 }
 
 // cursor is what a page_info stands for: the filter of the first request
@@ -122,46 +102,36 @@ type cursor struct {
 
 // ServeHTTP answers GET /admin/api/{version}/{resource}.json.
 func (a *API) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	a.mu.Lock()
-	a.requests = append(a.requests, r.URL.RequestURI())
-	limited := a.limited[len(a.requests)]
-	a.mu.Unlock()
-	if limited {
-		w.Header().Set("Retry-After", "2.0")
-		apiError(w, http.StatusTooManyRequests, "Exceeded 2 calls per second for api client. Reduce request rates to resume uninterrupted service.")
+	if !a.log.Arrive(w, r, r.URL.RequestURI()) {
 		return
 	}
 	if r.Header.Get("X-Shopify-Access-Token") != a.token {
-		apiError(w, http.StatusUnauthorized, "[API] Invalid API key or access token (unrecognized login or wrong password)")
+		errs.Write(w, http.StatusUnauthorized, "[API] Invalid API key or access token (unrecognized login or wrong password)")
 		return
 	}
 	parts := strings.Split(strings.TrimPrefix(r.URL.Path, "/"), "/")
 	if r.Method != http.MethodGet || len(parts) != 4 || parts[0] != "admin" || parts[1] != "api" || !strings.HasSuffix(parts[3], ".json") {
-		apiError(w, http.StatusNotFound, "Not Found")
+		errs.Write(w, http.StatusNotFound, "Not Found")
 		return
 	}
 	res := strings.TrimSuffix(parts[3], ".json")
 	q := r.URL.Query()
-	limit := 50
-	if v := q.Get("limit"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 || n > 250 {
-			apiError(w, http.StatusBadRequest, "limit must be between 1 and 250")
-			return
-		}
-		limit = n
+	limit, ok := fakeapi.PageSize(q, "limit", 50, 250)
+	if !ok {
+		errs.Write(w, http.StatusBadRequest, "limit must be between 1 and 250")
+		return
 	}
 	c := cursor{Min: q.Get("updated_at_min"), Status: q.Get("status")}
 	if pi := q.Get("page_info"); pi != "" {
 		for k := range q {
 			if k != "page_info" && k != "limit" {
-				apiError(w, http.StatusBadRequest, "page_info takes no parameter but limit: "+k)
+				errs.Write(w, http.StatusBadRequest, "page_info takes no parameter but limit: "+k)
 				return
 			}
 		}
 		raw, err := base64.RawURLEncoding.DecodeString(pi)
 		if err != nil || json.Unmarshal(raw, &c) != nil {
-			apiError(w, http.StatusBadRequest, "Invalid page_info")
+			errs.Write(w, http.StatusBadRequest, "Invalid page_info")
 			return
 		}
 	}
@@ -169,7 +139,7 @@ func (a *API) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if c.Min != "" {
 		var err error
 		if since, err = time.Parse(time.RFC3339, c.Min); err != nil {
-			apiError(w, http.StatusBadRequest, "updated_at_min: invalid")
+			errs.Write(w, http.StatusBadRequest, "updated_at_min: invalid")
 			return
 		}
 	}
@@ -193,6 +163,5 @@ func (a *API) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	for i, o := range listed {
 		data[i] = o.Body()
 	}
-	w.Header().Set("Content-Type", "application/json")
-	json.NewEncoder(w).Encode(map[string]any{res: data})
+	fakeapi.JSON(w, http.StatusOK, map[string]any{res: data})
 }

@@ -1,9 +1,11 @@
 // Package stripefake is a local Stripe API for tests: GET /v1/events as
 // Stripe's API reference describes it (newest first, created[gte],
-// types[], limit, starting_after, {"object": "list", "has_more",
-// "data"}, errors as {"error": {"type", "message"}}), over events a test
-// adds. A test can hold a request until it releases it, to stop a run
-// between two pages.
+// types[] (at most 20, not with type), limit, starting_after, {"object":
+// "list", "has_more", "data"}, errors as {"error": {"type", "message"}}),
+// over events a test adds. A test can hold a request until it releases
+// it, to stop a run between two pages, have a request answered with an
+// error status, as Stripe's rate limit or an outage would answer it, and
+// send an event as its webhook, signed.
 package stripefake
 
 import (
@@ -16,6 +18,9 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/hookgate/hookgate/internal/reconcile/fakeapi"
+	"github.com/hookgate/hookgate/verify"
 )
 
 // Event is one event the API lists.
@@ -39,20 +44,43 @@ func (e Event) Body(pending int) []byte {
 		e.ID, e.Created.Unix(), id, obj, pending, e.Type)
 }
 
+// Send posts e to url as its webhook, signed with the endpoint's
+// secret; it returns the status.
+func Send(url, secret string, e Event) (int, error) {
+	s, err := verify.NewStripe(secret)
+	if err != nil {
+		return 0, err
+	}
+	return fakeapi.Send(url, s, map[string]string{"Content-Type": "application/json; charset=utf-8"}, e.Body(1))
+}
+
 // API is the fake API; its zero value is not usable: see New.
 type API struct {
 	key string
+	log *fakeapi.Log[url.Values]
 
-	mu       sync.Mutex
-	events   []Event // newest first
-	requests []url.Values
-	holds    map[int]chan struct{}
-	arrived  map[int]chan struct{}
+	mu     sync.Mutex
+	events []Event // newest first
+}
+
+// errs are Stripe's errors: the type says what failed.
+var errs = fakeapi.Errors{
+	Body: func(status int, msg string) any {
+		typ := "invalid_request_error"
+		switch {
+		case status == http.StatusTooManyRequests:
+			typ = "rate_limit_error"
+		case status >= 500:
+			typ = "api_error"
+		}
+		return map[string]any{"error": map[string]string{"type": typ, "message": msg}}
+	},
+	Limited: "Too many requests hit the API too quickly.",
 }
 
 // New returns an API that accepts the restricted key key.
 func New(key string) *API {
-	return &API{key: key, holds: map[int]chan struct{}{}, arrived: map[int]chan struct{}{}}
+	return &API{key: key, log: fakeapi.NewLog[url.Values](errs)}
 }
 
 // Add adds events, in any order.
@@ -65,63 +93,41 @@ func (a *API) Add(events ...Event) {
 
 // Hold makes the n-th request (from 1) wait until release is called;
 // arrived is closed when it comes.
-func (a *API) Hold(n int) (arrived <-chan struct{}, release func()) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	held, came := make(chan struct{}), make(chan struct{})
-	a.holds[n], a.arrived[n] = held, came
-	return came, sync.OnceFunc(func() { close(held) })
-}
+func (a *API) Hold(n int) (arrived <-chan struct{}, release func()) { return a.log.Hold(n) }
+
+// Fail makes the n-th request (from 1) be answered status, with
+// Retry-After retryAfter unless it is "".
+func (a *API) Fail(n, status int, retryAfter string) { a.log.Fail(n, status, retryAfter) }
 
 // Requests returns the query of every request so far, in order.
-func (a *API) Requests() []url.Values {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return slices.Clone(a.requests)
-}
-
-func apiError(w http.ResponseWriter, status int, typ, msg string) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	json.NewEncoder(w).Encode(map[string]any{"error": map[string]string{"type": typ, "message": msg}})
-}
+func (a *API) Requests() []url.Values { return a.log.Requests() }
 
 // ServeHTTP answers GET /v1/events.
 func (a *API) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	a.mu.Lock()
-	a.requests = append(a.requests, r.URL.Query())
-	n := len(a.requests)
-	held, came := a.holds[n], a.arrived[n]
-	a.mu.Unlock()
-	if held != nil {
-		close(came)
-		select {
-		case <-held:
-		case <-r.Context().Done():
-			return
-		}
+	if !a.log.Arrive(w, r, r.URL.Query()) {
+		return
 	}
 	if r.Method != http.MethodGet || r.URL.Path != "/v1/events" {
-		apiError(w, http.StatusNotFound, "invalid_request_error", "Unrecognized request URL")
+		errs.Write(w, http.StatusNotFound, "Unrecognized request URL")
 		return
 	}
 	if r.Header.Get("Authorization") != "Bearer "+a.key {
-		apiError(w, http.StatusUnauthorized, "invalid_request_error", "Invalid API Key provided")
+		errs.Write(w, http.StatusUnauthorized, "Invalid API Key provided")
 		return
 	}
 	q := r.URL.Query()
-	limit := 10
-	if v := q.Get("limit"); v != "" {
-		l, err := strconv.Atoi(v)
-		if err != nil || l < 1 || l > 100 {
-			apiError(w, http.StatusBadRequest, "invalid_request_error", "limit must be between 1 and 100")
-			return
-		}
-		limit = l
+	limit, ok := fakeapi.PageSize(q, "limit", 10, 100)
+	if !ok {
+		errs.Write(w, http.StatusBadRequest, "limit must be between 1 and 100")
+		return
 	}
 	types := q["types[]"]
 	if len(types) > 20 {
-		apiError(w, http.StatusBadRequest, "invalid_request_error", "types: at most 20")
+		errs.Write(w, http.StatusBadRequest, "types: at most 20")
+		return
+	}
+	if len(types) > 0 && q.Has("type") {
+		errs.Write(w, http.StatusBadRequest, "You may pass either type or types, but not both.")
 		return
 	}
 	var gte int64
@@ -139,7 +145,7 @@ func (a *API) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if after := q.Get("starting_after"); after != "" {
 		i := slices.IndexFunc(listed, func(e Event) bool { return e.ID == after })
 		if i < 0 {
-			apiError(w, http.StatusBadRequest, "invalid_request_error", "No such event: '"+after+"'")
+			errs.Write(w, http.StatusBadRequest, "No such event: '"+after+"'")
 			return
 		}
 		listed = listed[i+1:]
@@ -150,6 +156,5 @@ func (a *API) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	for i, e := range listed {
 		data[i] = e.Body(0)
 	}
-	w.Header().Set("Content-Type", "application/json")
-	json.NewEncoder(w).Encode(map[string]any{"object": "list", "url": "/v1/events", "has_more": more, "data": data})
+	fakeapi.JSON(w, http.StatusOK, map[string]any{"object": "list", "url": "/v1/events", "has_more": more, "data": data})
 }
