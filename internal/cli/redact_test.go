@@ -67,12 +67,24 @@ func TestDestinationURLShownAsSchemeAndHost(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// The refusing destination closes every connection unanswered. It
+	// keeps its port: a port closed again could be taken by another
+	// test's server, which would answer.
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { l.Close() })
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			c.Close()
+		}
+	}()
 	refused := "http://" + l.Addr().String()
-	l.Close()
 	echo := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusInternalServerError)
 		fmt.Fprintf(w, "Cannot POST %s (token %s)", r.RequestURI, r.URL.Query().Get("token"))
