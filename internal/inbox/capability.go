@@ -95,18 +95,3 @@ type BlockedKey struct {
 	// EventID is the inbox id of the event whose delivery failed.
 	EventID int64
 }
-
-// ApplyFinisher is implemented by backends that apply a batch and record
-// its outcomes in one write transaction: the batch's event rows are
-// written once instead of once by Apply and again by Finish, and the
-// worker makes one commit where it made two.
-type ApplyFinisher interface {
-	// ApplyFinish applies events as Apply does, passes their results, in
-	// the order of events, to decide, and records the results decide
-	// returns as Finish does for owner (they may name events that were
-	// not applied: ones that failed before apply), all in one
-	// transaction. When decide returns an error, or anything else fails,
-	// nothing is written; a *LostError is Finish's, after which the rest
-	// is written.
-	ApplyFinish(ctx context.Context, owner string, events []Event, decide func([]Applied) ([]Result, error)) error
-}

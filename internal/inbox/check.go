@@ -3,7 +3,6 @@ package inbox
 import (
 	"errors"
 	"fmt"
-	"slices"
 
 	"github.com/hookgate/hookgate/dedupe"
 )
@@ -60,19 +59,6 @@ func CheckDispatch(owner string, done []Done) error {
 		default:
 			return fmt.Errorf("inbox: dispatch: event %d: %w %q", dn.Attempt.EventID, ErrBadResult, dn.Status)
 		}
-	}
-	return nil
-}
-
-// Finished is the error of a Finish whose transaction ended with err and
-// found the events lost lost: err, else a *LostError naming them, else
-// nil.
-func Finished(lost []int64, err error) error {
-	switch {
-	case err != nil:
-		return err
-	case len(lost) > 0:
-		return &LostError{IDs: slices.Clone(lost)}
 	}
 	return nil
 }

@@ -70,87 +70,19 @@ func (p *Pool) process(ctx context.Context, owner string) (n int, err error) {
 			todo = append(todo, j)
 		}
 	}
-	if done, err := p.applyFinish(ctx, owner, jobs, todo); done {
-		return len(events), err
-	}
 	p.apply(ctx, todo)
 	return len(events), p.finish(ctx, owner, jobs)
-}
-
-// applyFinish applies todo and records every job's outcome in one store
-// transaction, when the store can. It reports false when it did not (the
-// store cannot, nothing is to be applied, or the transaction failed and
-// wrote nothing): the batch is then applied and finished apart, which
-// applies the events one by one when the batch fails.
-func (p *Pool) applyFinish(ctx context.Context, owner string, jobs, todo []*job) (bool, error) {
-	af, ok := p.opts.Store.(inbox.ApplyFinisher)
-	if !ok || len(todo) == 0 {
-		return false, nil
-	}
-	events := make([]inbox.Event, len(todo))
-	for i, j := range todo {
-		events[i] = j.ev
-	}
-	var results []inbox.Result
-	var reasons []string
-	err := storeApplyFinish(ctx, af, owner, events, func(applied []inbox.Applied) (_ []inbox.Result, err error) {
-		defer func() {
-			if r := recover(); r != nil {
-				err = fmt.Errorf("panic: %v", r)
-			}
-		}()
-		if len(applied) != len(todo) {
-			return nil, fmt.Errorf("store returned %d results for %d events", len(applied), len(todo))
-		}
-		for i, a := range applied {
-			todo[i].applied = a
-		}
-		results, reasons = p.outcomes(jobs)
-		return results, nil
-	})
-	if lost := (*inbox.LostError)(nil); err != nil && !errors.As(err, &lost) {
-		for _, j := range todo {
-			j.applied = inbox.Applied{}
-		}
-		p.opts.Logger.Warn("applying and finishing batch failed; applying and finishing apart", "events", len(jobs), "err", err)
-		return false, nil
-	}
-	return true, p.finished(jobs, results, reasons, err)
-}
-
-// storeApplyFinish calls the store's ApplyFinish; a panic there comes
-// back as an error, as storeApply's does.
-func storeApplyFinish(ctx context.Context, af inbox.ApplyFinisher, owner string, events []inbox.Event,
-	decide func([]inbox.Applied) ([]inbox.Result, error)) (err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			err = fmt.Errorf("panic: %v", r)
-		}
-	}()
-	return af.ApplyFinish(ctx, owner, events, decide)
-}
-
-// outcomes are the results of jobs, and the reasons of the dead ones.
-func (p *Pool) outcomes(jobs []*job) ([]inbox.Result, []string) {
-	results := make([]inbox.Result, len(jobs))
-	reasons := make([]string, len(jobs))
-	for i, j := range jobs {
-		results[i], reasons[i] = p.outcome(j)
-	}
-	return results, reasons
 }
 
 // finish records the jobs' outcomes and then tells the observer of the
 // dead ones.
 func (p *Pool) finish(ctx context.Context, owner string, jobs []*job) error {
-	results, reasons := p.outcomes(jobs)
-	return p.finished(jobs, results, reasons, p.opts.Store.Finish(ctx, owner, results))
-}
-
-// finished acts on the recording of the jobs' results, which ended with
-// err: the events lost to another worker are logged, the dead ones told
-// to the observer, and the lanes of the others woken.
-func (p *Pool) finished(jobs []*job, results []inbox.Result, reasons []string, err error) error {
+	results := make([]inbox.Result, len(jobs))
+	reasons := make([]string, len(jobs))
+	for i, j := range jobs {
+		results[i], reasons[i] = p.outcome(j)
+	}
+	err := p.opts.Store.Finish(ctx, owner, results)
 	var lost *inbox.LostError
 	switch {
 	case errors.As(err, &lost):

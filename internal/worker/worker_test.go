@@ -534,19 +534,6 @@ func (s *failingStore) Apply(ctx context.Context, events []inbox.Event) ([]inbox
 	return s.Store.Apply(ctx, events)
 }
 
-// ApplyFinish fails or panics as Apply does; the worker then applies and
-// finishes apart.
-func (s *failingStore) ApplyFinish(ctx context.Context, owner string, events []inbox.Event,
-	decide func([]inbox.Applied) ([]inbox.Result, error)) error {
-	if !s.off.Load() && slices.ContainsFunc(events, func(e inbox.Event) bool { return e.EventID == "bad" }) {
-		if s.panics {
-			panic("apply exploded")
-		}
-		return errApply
-	}
-	return s.Store.(inbox.ApplyFinisher).ApplyFinish(ctx, owner, events, decide)
-}
-
 func TestApplyFailureFailsAlone(t *testing.T) {
 	t.Parallel()
 	for _, panics := range []bool{false, true} {
@@ -603,58 +590,6 @@ func TestPanickingEventDiesWhenOutOfAttempts(t *testing.T) {
 	}
 	if n := len(d.Calls()); n != 0 {
 		t.Errorf("destination called %d times, want 0", n)
-	}
-}
-
-// countingStore counts the writes that apply and finish batches.
-type countingStore struct {
-	inbox.Store
-	apply, finish, applyFinish atomic.Int32
-}
-
-func (s *countingStore) Apply(ctx context.Context, events []inbox.Event) ([]inbox.Applied, error) {
-	s.apply.Add(1)
-	return s.Store.Apply(ctx, events)
-}
-
-func (s *countingStore) Finish(ctx context.Context, owner string, results []inbox.Result) error {
-	s.finish.Add(1)
-	return s.Store.Finish(ctx, owner, results)
-}
-
-func (s *countingStore) ApplyFinish(ctx context.Context, owner string, events []inbox.Event,
-	decide func([]inbox.Applied) ([]inbox.Result, error)) error {
-	s.applyFinish.Add(1)
-	return s.Store.(inbox.ApplyFinisher).ApplyFinish(ctx, owner, events, decide)
-}
-
-// A store that applies and finishes in one transaction does both for a
-// batch in one write, with the same outcomes: the invalid event dead, the
-// others processed, applied, and delivered by what applying them did
-// (every event to one destination, the transitions alone to another).
-func TestBatchAppliedAndFinishedInOneWrite(t *testing.T) {
-	t.Parallel()
-	every, changes := newDest(t, nil), newDest(t, nil)
-	b := setup(t, worker.Source{Name: "shop", Destinations: []worker.Destination{
-		destination("app", every, worker.OnEvent, 0), destination("changes", changes, worker.OnTransition, 0)}})
-	cs := &countingStore{Store: b.store}
-	b.opts.Store = cs
-	b.start()
-	unknown := event("o3", 1, "new")
-	unknown.Source = "nowhere"
-	ids := b.add(event("o1", 1, "new"), event("o1", 2, "new"), unknown)
-	b.once()
-	b.wantStatus(ids[0], inbox.StatusProcessed)
-	b.wantStatus(ids[1], inbox.StatusProcessed)
-	b.wantStatus(ids[2], inbox.StatusDead)
-	if a := b.get(ids[1]).Applied; a == nil || a.Outcome != inbox.ApplyUnchanged || a.Transition {
-		t.Errorf("second event applied %+v, want unchanged", a)
-	}
-	if n, m := len(every.Calls()), len(changes.Calls()); n != 2 || m != 1 {
-		t.Errorf("destinations called %d and %d times, want 2 (every event) and 1 (the transition)", n, m)
-	}
-	if af, a, f := cs.applyFinish.Load(), cs.apply.Load(), cs.finish.Load(); af != 1 || a != 0 || f != 0 {
-		t.Errorf("%d ApplyFinish, %d Apply, %d Finish; want the batch in one ApplyFinish", af, a, f)
 	}
 }
 

@@ -1,12 +1,7 @@
 package inboxtest
 
 import (
-	"errors"
-	"slices"
-	"strings"
 	"time"
-
-	"github.com/hookgate/hookgate/dedupe"
 
 	"github.com/hookgate/hookgate/internal/inbox"
 )
@@ -179,80 +174,4 @@ func testApplySeparateEntities(b *bundle) {
 func testEntityUnknown(b *bundle) {
 	_, err := b.store.Entity(b.ctx, "acme", "charge", "ch_none")
 	notFound(b.t, "Entity of an unknown id", err)
-}
-
-// testApplyFinish: a store that applies and finishes in one transaction
-// does what Apply then Finish do; when decide fails nothing is written,
-// and a lost lease is Finish's LostError after the apply.
-func testApplyFinish(b *bundle) {
-	af, ok := b.store.(inbox.ApplyFinisher)
-	if !ok {
-		b.t.Skip("the store applies and finishes apart")
-	}
-	ids := b.add(
-		item("open", entity("ch_1", 10, "open")),
-		item("paid", entity("ch_1", 20, "paid")),
-		item("invalid"),
-	)
-	evs := b.lease("w1", 3)
-	var seen []inbox.Applied
-	err := af.ApplyFinish(b.ctx, "w1", evs[:2], func(applied []inbox.Applied) ([]inbox.Result, error) {
-		seen = applied
-		return []inbox.Result{
-			{ID: ids[0], Status: inbox.StatusProcessed, Destinations: []string{"app"}},
-			{ID: ids[1], Status: inbox.StatusProcessed},
-			{ID: ids[2], Status: inbox.StatusDead, Error: "invalid"},
-		}, nil
-	})
-	if err != nil {
-		b.t.Fatalf("ApplyFinish: %v", err)
-	}
-	if len(seen) != 2 {
-		b.t.Fatalf("decide saw %d results, want 2", len(seen))
-	}
-	b.applied("first", seen[0], inbox.Applied{Outcome: inbox.ApplyApplied, To: "open", Transition: true})
-	b.applied("second", seen[1], inbox.Applied{Outcome: inbox.ApplyApplied, From: "open", To: "paid", Transition: true})
-	b.entityAt("ch_1", "paid", 20, ids[1])
-	if a := b.get(ids[0]).Applied; a == nil || *a != seen[0] {
-		b.t.Errorf("event %d: recorded %v, want %+v", ids[0], a, seen[0])
-	}
-	b.status(ids[0], inbox.StatusDelivering)
-	b.status(ids[1], inbox.StatusProcessed)
-	b.status(ids[2], inbox.StatusDead)
-	if d := b.deliveries(ids[0])[ids[0]]["app"]; d.Status != inbox.DeliveryPending {
-		b.t.Errorf("delivery to app: %+v, want pending", d)
-	}
-
-	// decide fails: the entity is not written, the event stays leased
-	// and unapplied.
-	id := b.add(item("later", entity("ch_2", 5, "open")))[0]
-	ev := b.lease("w1", 1)
-	err = af.ApplyFinish(b.ctx, "w1", ev, func([]inbox.Applied) ([]inbox.Result, error) {
-		return nil, errors.New("decide failed")
-	})
-	if err == nil || !strings.Contains(err.Error(), "decide failed") || errors.Is(err, dedupe.ErrUnavailable) {
-		b.t.Errorf("ApplyFinish with decide failing: %v, want its error, not the store unavailable", err)
-	}
-	if _, err := b.store.Entity(b.ctx, "acme", "charge", "ch_2"); !errors.Is(err, inbox.ErrNotFound) {
-		b.t.Errorf("entity ch_2 after a failed ApplyFinish: %v, want not found", err)
-	}
-	if e := b.get(id); e.Applied != nil || e.Status != inbox.StatusReceived {
-		b.t.Errorf("event %d after a failed ApplyFinish: %s, applied %v; want received, unapplied", id, e.Status, e.Applied)
-	}
-	if got := b.leaseIDs("w3", 10); len(got) != 0 {
-		b.t.Errorf("leased %v after a failed ApplyFinish, want event %d still leased by w1", got, id)
-	}
-
-	// Another owner: its apply is kept, its finish is lost.
-	err = af.ApplyFinish(b.ctx, "w2", ev, func(applied []inbox.Applied) ([]inbox.Result, error) {
-		return []inbox.Result{{ID: id, Status: inbox.StatusProcessed, Destinations: []string{"app"}}}, nil
-	})
-	var lost *inbox.LostError
-	if !errors.As(err, &lost) || !slices.Equal(lost.IDs, []int64{id}) {
-		b.t.Fatalf("ApplyFinish by a non-owner: %v, want a LostError naming %d", err, id)
-	}
-	b.entityAt("ch_2", "open", 5, id)
-	if got := b.deliveries(id); len(got) != 0 {
-		b.t.Errorf("a lost finish opened deliveries: %v", got)
-	}
 }

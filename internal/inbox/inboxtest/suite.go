@@ -57,7 +57,6 @@ func Exercise(t *testing.T, newStore func(t *testing.T, clock *Clock) inbox.Stor
 		{"ApplyBatchInIDOrder", testApplyBatchInIDOrder},
 		{"ApplyTies", testApplyTies},
 		{"ApplySeparateEntities", testApplySeparateEntities},
-		{"ApplyFinish", testApplyFinish},
 		{"EntityUnknown", testEntityUnknown},
 		{"Deliveries", testDeliveries},
 		{"FinishWithoutDestinations", testFinishWithoutDestinations},

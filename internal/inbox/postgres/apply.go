@@ -27,71 +27,34 @@ func (s *Store) Apply(ctx context.Context, events []inbox.Event) ([]inbox.Applie
 	if len(events) == 0 {
 		return nil, nil
 	}
+	ids := make([]int64, len(events))
+	for i := range events {
+		ids[i] = events[i].ID
+	}
 	var out []inbox.Applied
-	err := s.tx(ctx, "apply", func(tx pgx.Tx) (err error) {
-		out, err = s.applyTx(ctx, tx, events)
-		return err
+	err := s.tx(ctx, "apply", func(tx pgx.Tx) error {
+		stored, err := readApplyRows(ctx, tx, ids)
+		if err != nil {
+			return err
+		}
+		heads, err := inbox.HeadsToRead(ids, stored)
+		if err != nil {
+			return inbox.CallerError{Err: err}
+		}
+		if err := readHeads(ctx, tx, heads); err != nil {
+			return err
+		}
+		var rec records
+		out = inbox.DecideAll(ids, stored, heads, rec.add)
+		if err := writeHeads(ctx, tx, s.clock(), heads); err != nil {
+			return err
+		}
+		return rec.save(ctx, tx)
 	})
 	if err != nil {
 		return nil, err
 	}
 	return out, nil
-}
-
-// ApplyFinish implements inbox.ApplyFinisher: Apply and Finish in one
-// transaction, which holds the entities' advisory locks until it commits.
-func (s *Store) ApplyFinish(ctx context.Context, owner string, events []inbox.Event, decide func([]inbox.Applied) ([]inbox.Result, error)) error {
-	if err := inbox.CheckFinish(owner, nil); err != nil {
-		return err
-	}
-	var lost []int64
-	err := s.tx(ctx, "apply and finish", func(tx pgx.Tx) error {
-		applied, err := s.applyTx(ctx, tx, events)
-		if err != nil {
-			return err
-		}
-		results, err := decide(applied)
-		if err == nil {
-			err = inbox.CheckFinish(owner, results)
-		}
-		if err != nil {
-			return inbox.CallerError{Err: err}
-		}
-		if len(results) == 0 {
-			return nil
-		}
-		lost, err = s.finishTx(ctx, tx, owner, results)
-		return err
-	})
-	return inbox.Finished(lost, err)
-}
-
-// applyTx applies events in tx and returns their results.
-func (s *Store) applyTx(ctx context.Context, tx pgx.Tx, events []inbox.Event) ([]inbox.Applied, error) {
-	if len(events) == 0 {
-		return nil, nil
-	}
-	ids := make([]int64, len(events))
-	for i := range events {
-		ids[i] = events[i].ID
-	}
-	stored, err := readApplyRows(ctx, tx, ids)
-	if err != nil {
-		return nil, err
-	}
-	heads, err := inbox.HeadsToRead(ids, stored)
-	if err != nil {
-		return nil, inbox.CallerError{Err: err}
-	}
-	if err := readHeads(ctx, tx, heads); err != nil {
-		return nil, err
-	}
-	var rec records
-	out := inbox.DecideAll(ids, stored, heads, rec.add)
-	if err := writeHeads(ctx, tx, s.clock(), heads); err != nil {
-		return nil, err
-	}
-	return out, rec.save(ctx, tx)
 }
 
 // readApplyRows reads the entity fields and recorded results of ids,

@@ -93,17 +93,6 @@ func (s *Store) Finish(ctx context.Context, owner string, results []inbox.Result
 	if len(results) == 0 {
 		return nil
 	}
-	var lost []int64
-	err := s.tx(ctx, "finish", func(tx pgx.Tx) (err error) {
-		lost, err = s.finishTx(ctx, tx, owner, results)
-		return err
-	})
-	return inbox.Finished(lost, err)
-}
-
-// finishTx records results in tx and returns the ids of the events whose
-// lease owner no longer holds.
-func (s *Store) finishTx(ctx context.Context, tx pgx.Tx, owner string, results []inbox.Result) ([]int64, error) {
 	n := len(results)
 	ids, statuses, nexts, errs := make([]int64, n), make([]string, n), make([]pgtype.Timestamptz, n), make([]string, n)
 	var pairIDs []int64
@@ -124,65 +113,75 @@ func (s *Store) finishTx(ctx context.Context, tx pgx.Tx, owner string, results [
 		status[r.ID] = st
 	}
 	var lost []int64
-	rows, err := tx.Query(ctx, finishQuery, s.clock(), owner, ids, statuses, nexts, errs)
+	err := s.tx(ctx, "finish", func(tx pgx.Tx) error {
+		lost = lost[:0]
+		rows, err := tx.Query(ctx, finishQuery, s.clock(), owner, ids, statuses, nexts, errs)
+		if err != nil {
+			return err
+		}
+		moves := counts{}
+		ended := map[int64]bool{}
+		var delivering []int64
+		for rows.Next() {
+			var (
+				id          int64
+				source, was string
+			)
+			if err := rows.Scan(&id, &source, &was); err != nil {
+				rows.Close()
+				return err
+			}
+			ended[id] = true
+			moves.move(source, inbox.Status(was), status[id])
+			if status[id] == inbox.StatusDelivering {
+				delivering = append(delivering, id)
+			}
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		for _, id := range ids {
+			if !ended[id] {
+				lost = append(lost, id)
+			}
+		}
+		if err := moves.save(ctx, tx); err != nil {
+			return err
+		}
+		if len(delivering) == 0 {
+			return nil
+		}
+		var openIDs []int64
+		var openDests, openKeys []string
+		ordered := false
+		for i, id := range pairIDs {
+			if ended[id] {
+				openIDs, openDests, openKeys = append(openIDs, id), append(openDests, pairDests[i]), append(openKeys, pairKeys[i])
+				ordered = ordered || pairKeys[i] != ""
+			}
+		}
+		if _, err := tx.Exec(ctx, openDeliveries, openIDs, openDests, openKeys); err != nil {
+			return err
+		}
+		if ordered {
+			if _, err := tx.Exec(ctx, openKeysQuery, openIDs, openDests, openKeys); err != nil {
+				return err
+			}
+			if _, err := tx.Exec(ctx, unblockKeys, openIDs, openDests, openKeys); err != nil {
+				return err
+			}
+		}
+		_, err = s.settle(ctx, tx, delivering)
+		return err
+	})
 	if err != nil {
-		return nil, err
+		return err
 	}
-	moves := counts{}
-	ended := map[int64]bool{}
-	var delivering []int64
-	for rows.Next() {
-		var (
-			id          int64
-			source, was string
-		)
-		if err := rows.Scan(&id, &source, &was); err != nil {
-			rows.Close()
-			return nil, err
-		}
-		ended[id] = true
-		moves.move(source, inbox.Status(was), status[id])
-		if status[id] == inbox.StatusDelivering {
-			delivering = append(delivering, id)
-		}
+	if len(lost) > 0 {
+		return &inbox.LostError{IDs: slices.Clone(lost)}
 	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	for _, id := range ids {
-		if !ended[id] {
-			lost = append(lost, id)
-		}
-	}
-	if err := moves.save(ctx, tx); err != nil {
-		return nil, err
-	}
-	if len(delivering) == 0 {
-		return lost, nil
-	}
-	var openIDs []int64
-	var openDests, openKeys []string
-	ordered := false
-	for i, id := range pairIDs {
-		if ended[id] {
-			openIDs, openDests, openKeys = append(openIDs, id), append(openDests, pairDests[i]), append(openKeys, pairKeys[i])
-			ordered = ordered || pairKeys[i] != ""
-		}
-	}
-	if _, err := tx.Exec(ctx, openDeliveries, openIDs, openDests, openKeys); err != nil {
-		return nil, err
-	}
-	if ordered {
-		if _, err := tx.Exec(ctx, openKeysQuery, openIDs, openDests, openKeys); err != nil {
-			return nil, err
-		}
-		if _, err := tx.Exec(ctx, unblockKeys, openIDs, openDests, openKeys); err != nil {
-			return nil, err
-		}
-	}
-	_, err = s.settle(ctx, tx, delivering)
-	return lost, err
+	return nil
 }
 
 // settleQuery finishes the delivering events among $2 none of whose

@@ -19,78 +19,47 @@ func (s *Store) Apply(ctx context.Context, events []inbox.Event) ([]inbox.Applie
 	if len(events) == 0 {
 		return nil, nil
 	}
-	var out []inbox.Applied
-	err := s.process(ctx, "apply", func(tx *sql.Tx) (err error) {
-		out, err = s.applyTx(ctx, tx, events)
-		return err
-	})
-	if err != nil {
-		return nil, err
-	}
-	return out, nil
-}
-
-// ApplyFinish implements inbox.ApplyFinisher: Apply and Finish in one
-// transaction.
-func (s *Store) ApplyFinish(ctx context.Context, owner string, events []inbox.Event, decide func([]inbox.Applied) ([]inbox.Result, error)) error {
-	if err := inbox.CheckFinish(owner, nil); err != nil {
-		return err
-	}
-	var lost []int64
-	err := s.process(ctx, "apply and finish", func(tx *sql.Tx) error {
-		applied, err := s.applyTx(ctx, tx, events)
-		if err != nil {
-			return err
-		}
-		results, err := decide(applied)
-		if err == nil {
-			err = inbox.CheckFinish(owner, results)
-		}
-		if err != nil {
-			return inbox.CallerError{Err: err}
-		}
-		lost, err = s.finishTx(ctx, tx, owner, results)
-		return err
-	})
-	return inbox.Finished(lost, err)
-}
-
-// applyTx applies events in tx and returns their results.
-func (s *Store) applyTx(ctx context.Context, tx *sql.Tx, events []inbox.Event) ([]inbox.Applied, error) {
 	ids := make([]int64, len(events))
 	for i := range events {
 		ids[i] = events[i].ID
 	}
-	stored, err := s.readApplyRows(ctx, tx, ids)
-	if err != nil {
-		return nil, err
-	}
-	heads, err := inbox.HeadsToRead(ids, stored)
-	if err != nil {
-		return nil, inbox.CallerError{Err: err}
-	}
-	if err := s.readHeads(ctx, tx, heads); err != nil {
-		return nil, err
-	}
-	type result struct {
-		id int64
-		a  inbox.Applied
-	}
-	var results []result
-	out := inbox.DecideAll(ids, stored, heads, func(id int64, a inbox.Applied) { results = append(results, result{id, a}) })
-	if err := s.writeHeads(ctx, tx, heads); err != nil {
-		return nil, err
-	}
-	record, err := s.db.Stmt(ctx, tx, `UPDATE events SET apply_outcome = ?, apply_from = ?,
-		apply_to = ?, apply_transition = ?, apply_tie = ? WHERE id = ?`)
-	if err != nil {
-		return nil, err
-	}
-	defer record.Close()
-	for _, r := range results {
-		if _, err := record.ExecContext(ctx, string(r.a.Outcome), r.a.From, r.a.To, r.a.Transition, r.a.Tie, r.id); err != nil {
-			return nil, err
+	var out []inbox.Applied
+	err := s.process(ctx, "apply", func(tx *sql.Tx) error {
+		stored, err := s.readApplyRows(ctx, tx, ids)
+		if err != nil {
+			return err
 		}
+		heads, err := inbox.HeadsToRead(ids, stored)
+		if err != nil {
+			return inbox.CallerError{Err: err}
+		}
+		if err := s.readHeads(ctx, tx, heads); err != nil {
+			return err
+		}
+		type result struct {
+			id int64
+			a  inbox.Applied
+		}
+		var results []result
+		out = inbox.DecideAll(ids, stored, heads, func(id int64, a inbox.Applied) { results = append(results, result{id, a}) })
+		if err := s.writeHeads(ctx, tx, heads); err != nil {
+			return err
+		}
+		record, err := s.db.Stmt(ctx, tx, `UPDATE events SET apply_outcome = ?, apply_from = ?,
+			apply_to = ?, apply_transition = ?, apply_tie = ? WHERE id = ?`)
+		if err != nil {
+			return err
+		}
+		defer record.Close()
+		for _, r := range results {
+			if _, err := record.ExecContext(ctx, string(r.a.Outcome), r.a.From, r.a.To, r.a.Transition, r.a.Tie, r.id); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	return out, nil
 }

@@ -77,78 +77,77 @@ func (s *Store) Finish(ctx context.Context, owner string, results []inbox.Result
 		return nil
 	}
 	var lost []int64
-	err := s.process(ctx, "finish", func(tx *sql.Tx) (err error) {
-		lost, err = s.finishTx(ctx, tx, owner, results)
-		return err
-	})
-	return inbox.Finished(lost, err)
-}
-
-// finishTx records results in tx and returns the ids of the events whose
-// lease owner no longer holds.
-func (s *Store) finishTx(ctx context.Context, tx *sql.Tx, owner string, results []inbox.Result) ([]int64, error) {
-	var lost []int64
-	end, err := s.db.Stmt(ctx, tx, `UPDATE events SET status = ?, next_attempt_at = ?,
-		last_error = ?, processed_at = ?, dead_at = ?, lease_owner = '', lease_until = 0
-		WHERE id = ? AND lease_owner = ?`)
-	if err != nil {
-		return nil, err
-	}
-	defer end.Close()
-	open, err := s.db.Stmt(ctx, tx, `INSERT INTO deliveries
-		(event_id, destination, source, status, attempts, code, error, at, order_key, ord)
-		SELECT id, ?, source, 'pending', 0, 0, '', 0, ?, entity_order FROM events WHERE id = ?
-		ON CONFLICT (event_id, destination) DO NOTHING
-		RETURNING source`)
-	if err != nil {
-		return nil, err
-	}
-	defer open.Close()
-	settled := &settler{tx: tx, db: s.db}
-	defer settled.close()
-	now := s.now().UnixNano()
-	for _, r := range results {
-		status, next, processed, dead := r.Status, int64(0), int64(0), int64(0)
-		switch {
-		case r.Status == inbox.StatusRetry:
-			next = nanos(r.NextAttemptAt)
-		case r.Status == inbox.StatusProcessed && len(r.Destinations) > 0:
-			status = inbox.StatusDelivering
-		case r.Status == inbox.StatusProcessed:
-			processed = now
-		case r.Status == inbox.StatusDead:
-			dead = now
-		}
-		res, err := end.ExecContext(ctx, string(status), next, r.Error, processed, dead, r.ID, owner)
+	err := s.process(ctx, "finish", func(tx *sql.Tx) error {
+		lost = lost[:0]
+		end, err := s.db.Stmt(ctx, tx, `UPDATE events SET status = ?, next_attempt_at = ?,
+			last_error = ?, processed_at = ?, dead_at = ?, lease_owner = '', lease_until = 0
+			WHERE id = ? AND lease_owner = ?`)
 		if err != nil {
-			return nil, err
+			return err
 		}
-		if n, err := res.RowsAffected(); err != nil {
-			return nil, err
-		} else if n == 0 {
-			lost = append(lost, r.ID)
-			continue
+		defer end.Close()
+		open, err := s.db.Stmt(ctx, tx, `INSERT INTO deliveries
+			(event_id, destination, source, status, attempts, code, error, at, order_key, ord)
+			SELECT id, ?, source, 'pending', 0, 0, '', 0, ?, entity_order FROM events WHERE id = ?
+			ON CONFLICT (event_id, destination) DO NOTHING
+			RETURNING source`)
+		if err != nil {
+			return err
 		}
-		if status != inbox.StatusDelivering {
-			continue
-		}
-		for _, d := range r.Destinations {
-			key := r.OrderKeys[d]
-			var source string
-			err := open.QueryRowContext(ctx, d, key, r.ID).Scan(&source)
-			if errors.Is(err, sql.ErrNoRows) || key == "" {
+		defer open.Close()
+		settled := &settler{tx: tx, db: s.db}
+		defer settled.close()
+		now := s.now().UnixNano()
+		for _, r := range results {
+			status, next, processed, dead := r.Status, int64(0), int64(0), int64(0)
+			switch {
+			case r.Status == inbox.StatusRetry:
+				next = nanos(r.NextAttemptAt)
+			case r.Status == inbox.StatusProcessed && len(r.Destinations) > 0:
+				status = inbox.StatusDelivering
+			case r.Status == inbox.StatusProcessed:
+				processed = now
+			case r.Status == inbox.StatusDead:
+				dead = now
+			}
+			res, err := end.ExecContext(ctx, string(status), next, r.Error, processed, dead, r.ID, owner)
+			if err != nil {
+				return err
+			}
+			if n, err := res.RowsAffected(); err != nil {
+				return err
+			} else if n == 0 {
+				lost = append(lost, r.ID)
 				continue
 			}
-			if err != nil {
-				return nil, err
+			if status != inbox.StatusDelivering {
+				continue
 			}
-			if err := openOrdered(ctx, tx, inbox.Lane{Source: source, Destination: d}, key, r.ID); err != nil {
-				return nil, err
+			for _, d := range r.Destinations {
+				key := r.OrderKeys[d]
+				var source string
+				err := open.QueryRowContext(ctx, d, key, r.ID).Scan(&source)
+				if errors.Is(err, sql.ErrNoRows) || key == "" {
+					continue
+				}
+				if err != nil {
+					return err
+				}
+				if err := openOrdered(ctx, tx, inbox.Lane{Source: source, Destination: d}, key, r.ID); err != nil {
+					return err
+				}
+			}
+			if _, err := settled.settle(ctx, r.ID, now); err != nil {
+				return err
 			}
 		}
-		if _, err := settled.settle(ctx, r.ID, now); err != nil {
-			return nil, err
-		}
+		return nil
+	})
+	if err != nil {
+		return err
 	}
-	return lost, nil
+	if len(lost) > 0 {
+		return &inbox.LostError{IDs: slices.Clone(lost)}
+	}
+	return nil
 }
