@@ -261,24 +261,28 @@ func (k Keys) Release(ctx context.Context, tx *sql.Tx, leases []dedupe.Lease) er
 }
 
 // Sweep deletes the keys that expired by the keys' clock, in write
-// transactions of at most SweepLimit keys each, so that other writers wait
-// behind one chunk, not the whole sweep. If a chunk fails, it returns what
+// transactions of at most SweepLimit keys each, sized by Chunk to hold
+// the write turn about ChunkTarget, so that other writers wait behind one
+// short chunk, not the whole sweep. If a chunk fails, it returns what
 // the committed chunks removed with the error.
 func (k Keys) Sweep(ctx context.Context) (int, error) {
 	now := k.Now().UnixNano()
 	removed := 0
+	chunk := NewChunk(SweepLimit)
 	for {
 		var n int64
+		limit, start := chunk.Size(), time.Now()
 		err := k.db.Write(ctx, func(tx *sql.Tx) error {
 			var err error
-			n, err = SweepKeys(ctx, tx, now)
+			n, err = sweepKeys(ctx, tx, now, limit)
 			return err
 		})
 		if err != nil {
 			return removed, err
 		}
+		chunk.Took(time.Since(start))
 		removed += int(n)
-		if n < SweepLimit {
+		if n < int64(limit) {
 			return removed, nil
 		}
 	}
@@ -286,8 +290,13 @@ func (k Keys) Sweep(ctx context.Context) (int, error) {
 
 // SweepKeys deletes up to SweepLimit keys that expired by now.
 func SweepKeys(ctx context.Context, tx *sql.Tx, now int64) (int64, error) {
+	return sweepKeys(ctx, tx, now, SweepLimit)
+}
+
+// sweepKeys deletes up to limit keys that expired by now.
+func sweepKeys(ctx context.Context, tx *sql.Tx, now int64, limit int) (int64, error) {
 	res, err := tx.ExecContext(ctx, "DELETE FROM dedupe_keys WHERE hash IN"+
-		" (SELECT hash FROM dedupe_keys WHERE expires <= ? LIMIT ?)", now, SweepLimit)
+		" (SELECT hash FROM dedupe_keys WHERE expires <= ? LIMIT ?)", now, limit)
 	if err != nil {
 		return 0, err
 	}

@@ -137,10 +137,10 @@ func readDigestRows(ctx context.Context, db *sqlitedb.DB, tx *sql.Tx, args []any
 	})
 }
 
-// sweepDigests deletes up to idChunk digests that expired by now.
-func sweepDigests(ctx context.Context, tx *sql.Tx, now int64) (int, error) {
+// sweepDigests deletes up to limit digests that expired by now.
+func sweepDigests(ctx context.Context, tx *sql.Tx, now int64, limit int) (int, error) {
 	res, err := tx.ExecContext(ctx, `DELETE FROM replay_digests WHERE digest IN
-		(SELECT digest FROM replay_digests WHERE expires <= ? LIMIT ?)`, now, idChunk)
+		(SELECT digest FROM replay_digests WHERE expires <= ? LIMIT ?)`, now, limit)
 	if err != nil {
 		return 0, err
 	}

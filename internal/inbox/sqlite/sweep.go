@@ -6,11 +6,14 @@ import (
 	"time"
 
 	"github.com/hookgate/hookgate/internal/inbox"
+	"github.com/hookgate/hookgate/internal/sqlitedb"
 )
 
 // Sweep implements inbox.Store. Expired keys, expired replay guard digests
 // and processed events go in transactions of at most a thousand keys or
-// idChunk rows, so intake waits behind one chunk, not the whole sweep. If a
+// idChunk rows, sized by sqlitedb.Chunk to hold the write turn about
+// sqlitedb.ChunkTarget, so intake waits behind one short chunk, not the
+// whole sweep. If a
 // transaction fails, the result counts what the committed ones removed.
 // Duplicates counted by minute go once they are inbox.ActivityKept old.
 func (s *Store) Sweep(ctx context.Context, processedBefore time.Time) (inbox.SweepResult, error) {
@@ -21,18 +24,21 @@ func (s *Store) Sweep(ctx context.Context, processedBefore time.Time) (inbox.Swe
 		return res, inbox.Fail(ctx, "sweep keys", err)
 	}
 	now := s.now().UnixNano()
+	chunk := sqlitedb.NewChunk(idChunk)
 	for {
 		var n int
+		limit, start := chunk.Size(), time.Now()
 		err := s.write(ctx, "sweep digests", func(tx *sql.Tx) error {
 			var err error
-			n, err = sweepDigests(ctx, tx, now)
+			n, err = sweepDigests(ctx, tx, now, limit)
 			return err
 		})
 		if err != nil {
 			return res, err
 		}
+		chunk.Took(time.Since(start))
 		res.Digests += n
-		if n < idChunk {
+		if n < limit {
 			break
 		}
 	}
@@ -45,18 +51,21 @@ func (s *Store) Sweep(ctx context.Context, processedBefore time.Time) (inbox.Swe
 		return res, err
 	}
 	cutoff := processedBefore.UnixNano()
+	chunk = sqlitedb.NewChunk(idChunk)
 	for {
 		var n int
+		limit, start := chunk.Size(), time.Now()
 		err := s.write(ctx, "sweep", func(tx *sql.Tx) error {
 			var err error
-			n, err = sweepEvents(ctx, tx, cutoff)
+			n, err = sweepEvents(ctx, tx, cutoff, limit)
 			return err
 		})
 		if err != nil {
 			return res, err
 		}
+		chunk.Took(time.Since(start))
 		res.Events += n
-		if n < idChunk {
+		if n < limit {
 			return res, nil
 		}
 	}
@@ -68,10 +77,10 @@ func (s *Store) Sweep(ctx context.Context, processedBefore time.Time) (inbox.Swe
 const sweepQuery = `SELECT id FROM events INDEXED BY events_processed
 	WHERE status = 'processed' AND processed_at < ? LIMIT ?`
 
-// sweepEvents deletes up to idChunk events processed before cutoff, and
+// sweepEvents deletes up to limit events processed before cutoff, and
 // their deliveries and attempt logs.
-func sweepEvents(ctx context.Context, tx *sql.Tx, cutoff int64) (int, error) {
-	rows, err := tx.QueryContext(ctx, sweepQuery, cutoff, idChunk)
+func sweepEvents(ctx context.Context, tx *sql.Tx, cutoff int64, limit int) (int, error) {
+	rows, err := tx.QueryContext(ctx, sweepQuery, cutoff, limit)
 	if err != nil {
 		return 0, err
 	}
