@@ -29,13 +29,11 @@ func (s *Store) Sweep(ctx context.Context, processedBefore time.Time) (inbox.Swe
 	if err := s.sweepExpired(ctx, "inbox_digests", "digest", &res.Digests); err != nil {
 		return res, err
 	}
-	// Each chunk starts where the one before ended, as in sweepExpired.
-	var from time.Time
 	for {
 		var n int
 		err := s.tx(ctx, "sweep events", func(tx pgx.Tx) error {
 			var err error
-			n, err = sweepEvents(ctx, tx, processedBefore, &from)
+			n, err = sweepEvents(ctx, tx, processedBefore)
 			return err
 		})
 		if err != nil {
@@ -57,66 +55,40 @@ func (s *Store) Sweep(ctx context.Context, processedBefore time.Time) (inbox.Swe
 }
 
 // sweepExpired deletes the expired rows of table (keyed by column) and
-// adds their number to removed. Each chunk starts at the last expiry the
-// one before it deleted: the index entries of the rows a chunk deleted
-// stay until the table is vacuumed, and a chunk that started from the
-// oldest expiry would walk all of them, more at every chunk.
+// adds their number to removed.
 func (s *Store) sweepExpired(ctx context.Context, table, column string, removed *int) error {
-	from := time.Time{}
 	for {
-		var n int
-		rows, err := s.pool.Query(ctx, sweepExpiredQuery(table, column), s.clock(), sweepChunk, ts(from))
-		if err == nil {
-			for rows.Next() {
-				var expires time.Time
-				if err = rows.Scan(&expires); err != nil {
-					break
-				}
-				n++
-				if expires.After(from) {
-					from = expires
-				}
-			}
-			rows.Close()
-			if err == nil {
-				err = rows.Err()
-			}
-		}
+		tag, err := s.pool.Exec(ctx, sweepExpiredQuery(table, column), s.clock(), sweepChunk)
 		if err != nil {
 			return inbox.Fail(ctx, "sweep "+table, err)
 		}
-		*removed += n
-		if n < sweepChunk {
+		*removed += int(tag.RowsAffected())
+		if tag.RowsAffected() < sweepChunk {
 			return nil
 		}
 	}
 }
 
 // sweepExpiredQuery deletes up to $2 rows of table (keyed by column)
-// whose expires has passed, from expiry $3 on, oldest first, and returns
-// their expiries. The rows are picked into an array first: as a join (IN
-// with a subquery), the generic plan that a prepared statement switches
-// to scanned the whole table to find them.
+// whose expires has passed. The rows are picked into an array first:
+// as a join (IN with a subquery), the generic plan that a prepared
+// statement switches to scanned the whole table to find them.
 func sweepExpiredQuery(table, column string) string {
 	return `DELETE FROM ` + table + ` WHERE ` + column + ` = ANY(ARRAY(
 		SELECT ` + column + ` FROM ` + table + ` WHERE expires <= coalesce($1::timestamptz, now())
-		AND expires >= $3 ORDER BY expires
-		LIMIT $2 FOR UPDATE SKIP LOCKED)) RETURNING expires`
+		LIMIT $2 FOR UPDATE SKIP LOCKED))`
 }
 
-// sweepEventsQuery deletes up to $2 events processed before $1, from
-// $3 on, oldest first, picked into an array for the reason
-// sweepExpiredQuery gives.
+// sweepEventsQuery deletes up to $2 events processed before $1, picked
+// into an array for the reason sweepExpiredQuery gives.
 const sweepEventsQuery = `DELETE FROM inbox_events WHERE id = ANY(ARRAY(
 	SELECT id FROM inbox_events WHERE status = 'processed' AND processed_at < $1
-	AND processed_at >= $3 ORDER BY processed_at
-	LIMIT $2 FOR UPDATE SKIP LOCKED)) RETURNING id, source, processed_at`
+	LIMIT $2 FOR UPDATE SKIP LOCKED)) RETURNING id, source`
 
 // sweepEvents deletes up to sweepChunk events processed before cutoff,
-// from *from on, with their deliveries and attempt logs, uncounts them,
-// and moves *from to the latest processing time it deleted.
-func sweepEvents(ctx context.Context, tx pgx.Tx, cutoff time.Time, from *time.Time) (int, error) {
-	rows, err := tx.Query(ctx, sweepEventsQuery, cutoff, sweepChunk, ts(*from))
+// with their deliveries and attempt logs, and uncounts them.
+func sweepEvents(ctx context.Context, tx pgx.Tx, cutoff time.Time) (int, error) {
+	rows, err := tx.Query(ctx, sweepEventsQuery, cutoff, sweepChunk)
 	if err != nil {
 		return 0, err
 	}
@@ -124,19 +96,15 @@ func sweepEvents(ctx context.Context, tx pgx.Tx, cutoff time.Time, from *time.Ti
 	gone := counts{}
 	for rows.Next() {
 		var (
-			id        int64
-			source    string
-			processed time.Time
+			id     int64
+			source string
 		)
-		if err := rows.Scan(&id, &source, &processed); err != nil {
+		if err := rows.Scan(&id, &source); err != nil {
 			rows.Close()
 			return 0, err
 		}
 		ids = append(ids, id)
 		gone[[2]string{source, string(inbox.StatusProcessed)}]--
-		if processed.After(*from) {
-			*from = processed
-		}
 	}
 	rows.Close()
 	if err := rows.Err(); err != nil || len(ids) == 0 {
