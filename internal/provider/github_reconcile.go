@@ -77,17 +77,11 @@ func newGitHubReconciler(c ReconcileConfig) (Reconciler, error) {
 	if err != nil {
 		return nil, fmt.Errorf("github reconcile: %w", err)
 	}
-	api.describe = func(status int, body []byte) string {
-		msg := githubMessage(body)
-		switch status {
-		case http.StatusUnauthorized:
-			return "the token was refused: " + msg
-		case http.StatusForbidden:
-			return "the token may not read or redeliver the hook's deliveries (it needs Webhooks: read and write): " + msg
-		case http.StatusNotFound:
-			return "no hook " + c.Hook + ", or the token cannot see it: " + msg
-		}
-		return msg
+	api.message = githubMessage
+	api.refused = map[int]string{
+		http.StatusUnauthorized: "the token was refused",
+		http.StatusForbidden:    "the token may not read or redeliver the hook's deliveries (it needs Webhooks: read and write)",
+		http.StatusNotFound:     "no hook " + c.Hook + ", or the token cannot see it",
 	}
 	api.limited = githubLimited
 	return &githubReconciler{api: api, hook: c.Hook}, nil

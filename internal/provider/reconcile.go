@@ -185,8 +185,12 @@ type apiClient struct {
 	now         func() time.Time
 	sleep       func(ctx context.Context, d time.Duration) error
 	maxAttempts int
-	// describe turns a refused answer's body into its message.
-	describe func(status int, body []byte) string
+	// message reads a refused answer's body for what it says;
+	// jsonMessage unless set.
+	message func(body []byte) string
+	// refused names, by status, what a refusal means (the credential
+	// refused, a permission missing); the message follows it.
+	refused map[int]string
 	// limited, when set, reads a rate limit the API reports with a status
 	// other than 429 (GitHub's 403 with X-RateLimit-Remaining: 0): the
 	// wait it asks for, and whether it is one.
@@ -210,7 +214,7 @@ func newAPIClient(c ReconcileConfig, defaultURL string, header http.Header) (*ap
 	a := &apiClient{
 		base:        strings.TrimRight(c.APIURL, "/"),
 		header:      header,
-		describe:    func(_ int, body []byte) string { return jsonMessage(body) },
+		message:     jsonMessage,
 		client:      c.Client,
 		now:         c.Now,
 		sleep:       c.Sleep,
@@ -323,6 +327,15 @@ func (a *apiClient) try(ctx context.Context, method, pathQuery string) (time.Dur
 		}
 	}
 	return 0, apiAnswer{}, &refusal{status: resp.StatusCode, msg: resp.Status + ": " + a.describe(resp.StatusCode, body)}
+}
+
+// describe is the message of a refused answer of status with body.
+func (a *apiClient) describe(status int, body []byte) string {
+	msg := a.message(body)
+	if what, ok := a.refused[status]; ok {
+		return what + ": " + msg
+	}
+	return msg
 }
 
 // refusal is an answer the API refused with; it wraps ErrRefused.

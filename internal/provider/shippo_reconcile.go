@@ -37,13 +37,10 @@ func newShippoReconciler(c ReconcileConfig) (Reconciler, error) {
 	if err != nil {
 		return nil, fmt.Errorf("shippo reconcile: %w", err)
 	}
-	api.describe = func(status int, body []byte) string {
-		msg := fieldMessage(body, "detail")
-		switch status {
-		case http.StatusUnauthorized, http.StatusForbidden:
-			return "the API token was refused: " + msg
-		}
-		return msg
+	api.message = func(body []byte) string { return fieldMessage(body, "detail") }
+	api.refused = map[int]string{
+		http.StatusUnauthorized: "the API token was refused",
+		http.StatusForbidden:    "the API token was refused",
 	}
 	return &shippoReconciler{api: api}, nil
 }

@@ -103,17 +103,11 @@ func newShopifyReconciler(c ReconcileConfig) (Reconciler, error) {
 	if err != nil {
 		return nil, fmt.Errorf("shopify reconcile: %w", err)
 	}
-	api.describe = func(status int, body []byte) string {
-		msg := shopifyMessage(body)
-		switch status {
-		case http.StatusUnauthorized:
-			return "the access token was refused: " + msg
-		case http.StatusForbidden:
-			return "the access token lacks a read scope of the resources (read_orders, read_products, read_customers): " + msg
-		case http.StatusNotFound:
-			return "no such shop, resource or API version: " + msg
-		}
-		return msg
+	api.message = shopifyMessage
+	api.refused = map[int]string{
+		http.StatusUnauthorized: "the access token was refused",
+		http.StatusForbidden:    "the access token lacks a read scope of the resources (read_orders, read_products, read_customers)",
+		http.StatusNotFound:     "no such shop, resource or API version",
 	}
 	version := c.APIVersion
 	if version == "" {

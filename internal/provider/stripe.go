@@ -106,15 +106,9 @@ func newStripeReconciler(c ReconcileConfig) (Reconciler, error) {
 	if err != nil {
 		return nil, fmt.Errorf("stripe reconcile: %w", err)
 	}
-	api.describe = func(status int, body []byte) string {
-		msg := jsonMessage(body)
-		switch status {
-		case http.StatusUnauthorized:
-			return "the API key was refused: " + msg
-		case http.StatusForbidden:
-			return "the API key may not list events (give the restricted key read access to Events): " + msg
-		}
-		return msg
+	api.refused = map[int]string{
+		http.StatusUnauthorized: "the API key was refused",
+		http.StatusForbidden:    "the API key may not list events (give the restricted key read access to Events)",
 	}
 	return &stripeReconciler{api: api}, nil
 }
