@@ -13,6 +13,8 @@
 #   PGURL=postgres://postgres@127.0.0.1:5432/postgres   with DB=postgres, a
 #                  database to connect to; the script creates
 #                  hookgate_retention_<pid> next to it and drops it on exit
+#   KEEP=          set, the temporary directory (the SQLite file among it)
+#                  is kept and named on exit instead of removed
 #
 # It builds hookgate, loadgen and sink into bench/out/. hookgate serve takes
 # SEED (1,000) events from loadgen and delivers them to the sink, then
