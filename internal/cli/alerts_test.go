@@ -20,6 +20,7 @@ import (
 
 	"github.com/emersion/go-smtp"
 
+	"github.com/hookgate/hookgate/internal/inbox"
 	"github.com/hookgate/hookgate/internal/notify"
 	"github.com/hookgate/hookgate/internal/pgtest"
 	"github.com/hookgate/hookgate/verify"
@@ -306,6 +307,29 @@ func TestAlertSurvivesARestart(t *testing.T) {
 		t.Fatalf("send: %d %v", st, err)
 	}
 	sinks.waitFor("destination.failing", notify.Opened)
+	// The kill comes once the node has recorded the notices it sent: one
+	// received but not yet recorded is rightly sent again, after its
+	// lease of a minute, which is not what this test looks at.
+	incidents, ok := openDB(t, "sqlite:"+dir+"/hookgate.db").(inbox.Incidents)
+	if !ok {
+		t.Fatal("the SQLite inbox keeps no incidents")
+	}
+	eventually(t, "the opened notices recorded as sent", func() bool {
+		open, err := incidents.ListIncidents(t.Context(), false, 10)
+		if err != nil || len(open) != 1 {
+			return false
+		}
+		ns, err := incidents.Notices(t.Context(), open[0].ID)
+		if err != nil || len(ns) == 0 {
+			return false
+		}
+		for _, n := range ns {
+			if n.Status != inbox.NoticeSent {
+				return false
+			}
+		}
+		return true
+	})
 	p.cmd.Process.Kill()
 	p.cmd.Wait()
 	startServe(t, "--config", paths[0])
