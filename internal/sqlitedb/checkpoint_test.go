@@ -129,7 +129,7 @@ func TestRestartWaitsForReadersBriefly(t *testing.T) {
 	}
 	done := make(chan outcome, 1)
 	go func() {
-		restarted, err := c.checkpoint()
+		restarted, _, err := c.checkpoint()
 		done <- outcome{restarted, err}
 	}()
 	waitFor(t, "the restart to take the write turn", func() bool { return len(db.turn) == 1 || len(done) == 1 })
@@ -150,12 +150,84 @@ func TestRestartWaitsForReadersBriefly(t *testing.T) {
 	if _, err := reader.ExecContext(t.Context(), `COMMIT`); err != nil {
 		t.Fatal(err)
 	}
-	if restarted, err := c.checkpoint(); err != nil || !restarted {
+	if restarted, _, err := c.checkpoint(); err != nil || !restarted {
 		t.Fatalf("restart once the reader is gone: restarted %v, %v", restarted, err)
 	}
 	if n := walFrames(t, db); n >= 10 {
 		t.Fatalf("%d frames in the WAL after the restart and one commit", n)
 	}
+}
+
+// TestRestartHoldsSweepsBack: sweeps keep appending to the WAL, and a
+// restart copies what is left holding the write turn. The checkpointer
+// holds the sweeps' chunks back while it catches up before restarting, so
+// with sweeps as the only writers every restart copies nothing in the
+// turn, and the sweeps still finish.
+func TestRestartHoldsSweepsBack(t *testing.T) {
+	t.Parallel()
+	db, _ := open(t)
+	db.ckpt.stop()
+	db.ckpt = nil
+	if _, err := db.Exec(`CREATE TABLE junk (id INTEGER PRIMARY KEY, g INTEGER, b BLOB);
+		CREATE INDEX junk_g ON junk (g, id)`); err != nil {
+		t.Fatal(err)
+	}
+	// Eight sweeps at once, so that one of them commits every
+	// millisecond or so despite each one's pauses; each deletes rows
+	// scattered over the table, five a chunk, as a sweep of keys does.
+	const rows, sweeps = 4000, 8
+	if _, err := db.Exec(`WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < ?)
+		INSERT INTO junk (id, g, b) SELECT x, x % ?, randomblob(300) FROM c`, rows, sweeps); err != nil {
+		t.Fatal(err)
+	}
+	type result struct {
+		deleted int
+		err     error
+	}
+	swept := make(chan result, sweeps)
+	for g := range sweeps {
+		go func() {
+			n, err := db.Sweep(t.Context(), 5, func(tx *sql.Tx, limit int) (int, error) {
+				res, err := tx.Exec(`DELETE FROM junk WHERE id IN (SELECT id FROM junk WHERE g = ? ORDER BY id LIMIT ?)`, g, limit)
+				if err != nil {
+					return 0, err
+				}
+				n, err := res.RowsAffected()
+				return int(n), err
+			})
+			swept <- result{n, err}
+		}()
+	}
+	c := &checkpointer{d: db, restartPages: 50, wait: CheckpointWait}
+	restarts := 0
+	for len(swept) < sweeps {
+		restarted, inTurn, err := c.checkpoint()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if inTurn > 0 {
+			t.Fatalf("a restart copied %d frames of the sweeps holding the write turn", inTurn)
+		}
+		if restarted {
+			restarts++
+		}
+		time.Sleep(time.Millisecond)
+	}
+	deleted := 0
+	for range sweeps {
+		r := <-swept
+		if r.err != nil {
+			t.Fatal(r.err)
+		}
+		deleted += r.deleted
+	}
+	if deleted != rows {
+		t.Fatalf("the sweeps deleted %d of %d rows", deleted, rows)
+	}
+	if restarts == 0 {
+		t.Fatal("no restart while the sweeps ran: the test proves nothing")
+	}
+	t.Logf("%d restarts during the sweeps", restarts)
 }
 
 // TestCloseEmptiesWAL: a clean Close leaves an empty WAL, so the file alone

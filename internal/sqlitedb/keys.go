@@ -261,31 +261,16 @@ func (k Keys) Release(ctx context.Context, tx *sql.Tx, leases []dedupe.Lease) er
 }
 
 // Sweep deletes the keys that expired by the keys' clock, in write
-// transactions of at most SweepLimit keys each, sized by Chunk to hold
-// the write turn about ChunkTarget, so that other writers wait behind one
-// short chunk, not the whole sweep. If a chunk fails, it returns what
-// the committed chunks removed with the error.
+// transactions of at most SweepLimit keys each ([DB.Sweep]), so that
+// other writers wait behind one short chunk, not the whole sweep. If a
+// chunk fails, it returns what the committed chunks removed with the
+// error.
 func (k Keys) Sweep(ctx context.Context) (int, error) {
 	now := k.Now().UnixNano()
-	removed := 0
-	chunk := NewChunk(SweepLimit)
-	for {
-		var n int64
-		limit, start := chunk.Size(), time.Now()
-		err := k.db.Write(ctx, func(tx *sql.Tx) error {
-			var err error
-			n, err = sweepKeys(ctx, tx, now, limit)
-			return err
-		})
-		if err != nil {
-			return removed, err
-		}
-		chunk.Took(time.Since(start))
-		removed += int(n)
-		if n < int64(limit) {
-			return removed, nil
-		}
-	}
+	return k.db.Sweep(ctx, SweepLimit, func(tx *sql.Tx, limit int) (int, error) {
+		n, err := sweepKeys(ctx, tx, now, limit)
+		return int(n), err
+	})
 }
 
 // SweepKeys deletes up to SweepLimit keys that expired by now.

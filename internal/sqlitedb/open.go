@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"net/url"
 	"os"
+	"sync"
 
 	// The pure-Go SQLite driver; it registers itself as "sqlite".
 	_ "modernc.org/sqlite"
@@ -33,6 +34,9 @@ type DB struct {
 	turn  chan struct{}
 	stmts stmtCache
 	ckpt  *checkpointer
+	// sweeps is held for reading by each chunk of a [DB.Sweep] and for
+	// writing by the checkpointer while it catches up before a restart.
+	sweeps sync.RWMutex
 	// wal fsyncs the WAL for Write when Open opened the database; nil for
 	// a database of the caller's, whose commits fsync themselves.
 	wal   *walSync

@@ -7,42 +7,41 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/hookgate/hookgate/internal/inbox"
+	"github.com/hookgate/hookgate/internal/sweep"
 )
 
-// sweepChunk is how many rows one sweep statement removes, so that a
+// sweepChunk is the most rows one sweep statement removes, so that a
 // sweep holds few locks at a time.
 const sweepChunk = 1000
 
 // Sweep implements inbox.Store. Keys, digests and processed events go in
-// chunks of sweepChunk rows, each its own transaction; a chunk skips the
-// rows another session holds (an accept taking an expired key over, a
-// worker on an event), so a sweep never waits on them nor makes them
-// wait. If a chunk fails, the result counts what the committed ones
-// removed. Sweep also folds the count shards of ended sessions into one,
-// and removes duplicates counted by minute once they are
-// inbox.ActivityKept old.
+// chunks of at most sweepChunk rows, each its own transaction, paced by
+// sweep.Run; a chunk skips the rows another session holds (an accept
+// taking an expired key over, a worker on an event), so a sweep never
+// waits on them nor makes them wait. If a chunk fails, the result counts
+// what the committed ones removed. Sweep also folds the count shards of
+// ended sessions into one, and removes duplicates counted by minute once
+// they are inbox.ActivityKept old.
 func (s *Store) Sweep(ctx context.Context, processedBefore time.Time) (inbox.SweepResult, error) {
 	var res inbox.SweepResult
-	if err := s.sweepExpired(ctx, "inbox_keys", "hash", &res.Keys); err != nil {
+	var err error
+	if res.Keys, err = s.sweepExpired(ctx, "inbox_keys", "hash"); err != nil {
 		return res, err
 	}
-	if err := s.sweepExpired(ctx, "inbox_digests", "digest", &res.Digests); err != nil {
+	if res.Digests, err = s.sweepExpired(ctx, "inbox_digests", "digest"); err != nil {
 		return res, err
 	}
-	for {
+	res.Events, err = sweep.Run(ctx, sweepChunk, func(limit int) (int, error) {
 		var n int
-		err := s.tx(ctx, "sweep events", func(tx pgx.Tx) error {
+		err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 			var err error
-			n, err = sweepEvents(ctx, tx, processedBefore)
+			n, err = sweepEvents(ctx, tx, processedBefore, limit)
 			return err
 		})
-		if err != nil {
-			return res, err
-		}
-		res.Events += n
-		if n < sweepChunk {
-			break
-		}
+		return n, err
+	})
+	if err != nil {
+		return res, inbox.Fail(ctx, "sweep events", err)
 	}
 	if _, err := s.pool.Exec(ctx, foldCounts); err != nil {
 		return res, inbox.Fail(ctx, "sweep counts", err)
@@ -55,18 +54,16 @@ func (s *Store) Sweep(ctx context.Context, processedBefore time.Time) (inbox.Swe
 }
 
 // sweepExpired deletes the expired rows of table (keyed by column) and
-// adds their number to removed.
-func (s *Store) sweepExpired(ctx context.Context, table, column string, removed *int) error {
-	for {
-		tag, err := s.pool.Exec(ctx, sweepExpiredQuery(table, column), s.clock(), sweepChunk)
-		if err != nil {
-			return inbox.Fail(ctx, "sweep "+table, err)
-		}
-		*removed += int(tag.RowsAffected())
-		if tag.RowsAffected() < sweepChunk {
-			return nil
-		}
+// returns how many it removed.
+func (s *Store) sweepExpired(ctx context.Context, table, column string) (int, error) {
+	n, err := sweep.Run(ctx, sweepChunk, func(limit int) (int, error) {
+		tag, err := s.pool.Exec(ctx, sweepExpiredQuery(table, column), s.clock(), limit)
+		return int(tag.RowsAffected()), err
+	})
+	if err != nil {
+		return n, inbox.Fail(ctx, "sweep "+table, err)
 	}
+	return n, nil
 }
 
 // sweepExpiredQuery deletes up to $2 rows of table (keyed by column)
@@ -85,10 +82,10 @@ const sweepEventsQuery = `DELETE FROM inbox_events WHERE id = ANY(ARRAY(
 	SELECT id FROM inbox_events WHERE status = 'processed' AND processed_at < $1
 	LIMIT $2 FOR UPDATE SKIP LOCKED)) RETURNING id, source`
 
-// sweepEvents deletes up to sweepChunk events processed before cutoff,
-// with their deliveries and attempt logs, and uncounts them.
-func sweepEvents(ctx context.Context, tx pgx.Tx, cutoff time.Time) (int, error) {
-	rows, err := tx.Query(ctx, sweepEventsQuery, cutoff, sweepChunk)
+// sweepEvents deletes up to limit events processed before cutoff, with
+// their deliveries and attempt logs, and uncounts them.
+func sweepEvents(ctx context.Context, tx pgx.Tx, cutoff time.Time, limit int) (int, error) {
+	rows, err := tx.Query(ctx, sweepEventsQuery, cutoff, limit)
 	if err != nil {
 		return 0, err
 	}

@@ -6,16 +6,14 @@ import (
 	"time"
 
 	"github.com/hookgate/hookgate/internal/inbox"
-	"github.com/hookgate/hookgate/internal/sqlitedb"
 )
 
 // Sweep implements inbox.Store. Expired keys, expired replay guard digests
 // and processed events go in transactions of at most a thousand keys or
-// idChunk rows, sized by sqlitedb.Chunk to hold the write turn about
-// sqlitedb.ChunkTarget, so intake waits behind one short chunk, not the
-// whole sweep. If a
-// transaction fails, the result counts what the committed ones removed.
-// Duplicates counted by minute go once they are inbox.ActivityKept old.
+// idChunk rows (sqlitedb.DB.Sweep), so intake waits behind one short
+// chunk, not the whole sweep. If a transaction fails, the result counts
+// what the committed ones removed. Duplicates counted by minute go once
+// they are inbox.ActivityKept old.
 func (s *Store) Sweep(ctx context.Context, processedBefore time.Time) (inbox.SweepResult, error) {
 	var res inbox.SweepResult
 	keys, err := s.keys.Sweep(ctx)
@@ -24,23 +22,11 @@ func (s *Store) Sweep(ctx context.Context, processedBefore time.Time) (inbox.Swe
 		return res, inbox.Fail(ctx, "sweep keys", err)
 	}
 	now := s.now().UnixNano()
-	chunk := sqlitedb.NewChunk(idChunk)
-	for {
-		var n int
-		limit, start := chunk.Size(), time.Now()
-		err := s.write(ctx, "sweep digests", func(tx *sql.Tx) error {
-			var err error
-			n, err = sweepDigests(ctx, tx, now, limit)
-			return err
-		})
-		if err != nil {
-			return res, err
-		}
-		chunk.Took(time.Since(start))
-		res.Digests += n
-		if n < limit {
-			break
-		}
+	res.Digests, err = s.db.Sweep(ctx, idChunk, func(tx *sql.Tx, limit int) (int, error) {
+		return sweepDigests(ctx, tx, now, limit)
+	})
+	if err != nil {
+		return res, inbox.Fail(ctx, "sweep digests", err)
 	}
 	err = s.write(ctx, "sweep duplicates", func(tx *sql.Tx) error {
 		_, err := tx.ExecContext(ctx, `DELETE FROM duplicates_by_minute WHERE minute < ?`,
@@ -51,24 +37,13 @@ func (s *Store) Sweep(ctx context.Context, processedBefore time.Time) (inbox.Swe
 		return res, err
 	}
 	cutoff := processedBefore.UnixNano()
-	chunk = sqlitedb.NewChunk(idChunk)
-	for {
-		var n int
-		limit, start := chunk.Size(), time.Now()
-		err := s.write(ctx, "sweep", func(tx *sql.Tx) error {
-			var err error
-			n, err = sweepEvents(ctx, tx, cutoff, limit)
-			return err
-		})
-		if err != nil {
-			return res, err
-		}
-		chunk.Took(time.Since(start))
-		res.Events += n
-		if n < limit {
-			return res, nil
-		}
+	res.Events, err = s.db.Sweep(ctx, idChunk, func(tx *sql.Tx, limit int) (int, error) {
+		return sweepEvents(ctx, tx, cutoff, limit)
+	})
+	if err != nil {
+		return res, inbox.Fail(ctx, "sweep", err)
 	}
+	return res, nil
 }
 
 // sweepQuery picks processed events older than a cutoff from the partial

@@ -1,4 +1,4 @@
-package sqlitedb
+package sweep
 
 import (
 	"testing"
@@ -6,7 +6,7 @@ import (
 )
 
 // A chunk grows while its transactions are quick, up to its most, and
-// shrinks in proportion when one takes longer than ChunkTarget, never
+// shrinks in proportion when one takes longer than Target, never
 // below one row.
 func TestChunk(t *testing.T) {
 	c := NewChunk(1000)
