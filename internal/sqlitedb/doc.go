@@ -64,6 +64,10 @@
 // its start. It waits for the readers still using the WAL at most
 // [CheckpointWait] and gives the turn back either way, trying again at the
 // next interval: writers wait for a restart about as long as for a commit.
+// Before it takes the turn it holds back the chunks of sweeps ([DB.Sweep])
+// and runs a second passive checkpoint, so that what the restart copies
+// and fsyncs in the turn is only what other writers appended meanwhile,
+// not the thousands of scattered pages a sweep writes in a second.
 // The WAL file keeps its size (truncating it took tens of milliseconds in
 // which nobody could write); Close runs a TRUNCATE checkpoint, so a file
 // left by a clean shutdown has an empty WAL.
