@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/hookgate/hookgate/internal/wait"
 )
 
 // Reconciler lists what a provider says it sent, each event as the
@@ -230,7 +232,7 @@ func newAPIClient(c ReconcileConfig, defaultURL string, header http.Header) (*ap
 		a.now = time.Now
 	}
 	if a.sleep == nil {
-		a.sleep = sleepTimer
+		a.sleep = wait.Sleep
 	}
 	if a.maxAttempts <= 0 {
 		a.maxAttempts = DefaultMaxAttempts
@@ -245,17 +247,6 @@ func (a *apiClient) since(since time.Time, kept time.Duration) time.Time {
 		return oldest
 	}
 	return since
-}
-
-func sleepTimer(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
 }
 
 // get returns the body of a 2xx answer to GET base+pathQuery.

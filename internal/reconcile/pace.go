@@ -5,6 +5,8 @@ import (
 	"net/http"
 	"sync"
 	"time"
+
+	"github.com/hookgate/hookgate/internal/wait"
 )
 
 // pacer spaces a reconciler's requests to its provider at least interval
@@ -44,12 +46,5 @@ func (p *pacer) wait(ctx context.Context) error {
 	if p.sleep != nil {
 		return p.sleep(ctx, at.Sub(now))
 	}
-	t := time.NewTimer(at.Sub(now))
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
+	return wait.Sleep(ctx, at.Sub(now))
 }

@@ -8,6 +8,8 @@ package sweep
 import (
 	"context"
 	"time"
+
+	"github.com/hookgate/hookgate/internal/wait"
 )
 
 const (
@@ -73,20 +75,8 @@ func Run(ctx context.Context, most int, fn func(limit int) (int, error)) (int, e
 		}
 		took := time.Since(start)
 		chunk.Took(took)
-		if err := pause(ctx, (Share-1)*took); err != nil {
+		if err := wait.Sleep(ctx, (Share-1)*took); err != nil {
 			return deleted, err
 		}
-	}
-}
-
-// pause waits d, or until ctx ends.
-func pause(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
 	}
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/hookgate/hookgate/internal/deliver"
 	"github.com/hookgate/hookgate/internal/inbox"
+	"github.com/hookgate/hookgate/internal/wait"
 )
 
 // gathering holds the deliveries a lane has leased and not sent yet. A
@@ -186,7 +187,7 @@ func (l *lane) dueAt(b []inbox.Task) time.Time {
 // hold until the attempt is recorded).
 func (l *lane) awaitSlot(ctx context.Context, k int, due time.Time) {
 	for retakes := 0; ; retakes++ {
-		if sleep(ctx, due.Sub(l.p.opts.Now())) != nil || l.rated == nil || retakes == 3 {
+		if wait.Sleep(ctx, due.Sub(l.p.opts.Now())) != nil || l.rated == nil || retakes == 3 {
 			return
 		}
 		if l.p.opts.Now().Sub(due) <= slotLate {

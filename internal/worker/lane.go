@@ -13,6 +13,7 @@ import (
 	"github.com/hookgate/hookgate/internal/deliver"
 	"github.com/hookgate/hookgate/internal/inbox"
 	"github.com/hookgate/hookgate/internal/metrics"
+	"github.com/hookgate/hookgate/internal/wait"
 )
 
 // lane delivers one source's events to one destination. Its deliveries
@@ -296,12 +297,12 @@ func (l *lane) round(ctx context.Context) (int, error) {
 		// leases the next.
 		var g gathering
 		n := g.room(l, l.room(0))
-		tasks, wait, err := l.dispatch(ctx, owner, ended, n)
-		if err == nil && len(tasks) == 0 && wait > 0 {
+		tasks, pause, err := l.dispatch(ctx, owner, ended, n)
+		if err == nil && len(tasks) == 0 && pause > 0 {
 			// Due deliveries wait for the rate: the round waits with
 			// them.
 			ended = nil
-			err = sleep(ctx, wait)
+			err = wait.Sleep(ctx, pause)
 			if err == nil {
 				continue
 			}
@@ -319,7 +320,7 @@ func (l *lane) round(ctx context.Context) (int, error) {
 		wg.Wait()
 		ended = slices.Concat(sent...)
 		made += len(tasks)
-		if len(tasks) < n && wait == 0 {
+		if len(tasks) < n && pause == 0 {
 			_, _, err := l.dispatch(ctx, owner, ended, 0)
 			return made, err
 		}
@@ -540,21 +541,4 @@ func (p *Pool) maxDelay(d Destination) time.Duration {
 		return d.RetryMaxDelay
 	}
 	return p.opts.BackoffMax
-}
-
-// sleep waits d, or until ctx ends (returning its error); a d that is
-// not positive returns at once, without a timer: every attempt of an
-// unrated lane asks for none.
-func sleep(ctx context.Context, d time.Duration) error {
-	if d <= 0 {
-		return nil
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
 }
