@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/hookgate/hookgate/dedupe"
 	"github.com/hookgate/hookgate/internal/inbox"
 )
@@ -113,6 +115,81 @@ func TestPlans(t *testing.T) {
 	})
 }
 
+// settleByID matches a plan that finds the events it settles by id.
+var settleByID = regexp.MustCompile(`on inbox_events e .*\n\s+Index Cond: [^\n]*\(id = `)
+
+// checkSettlePlan: settle finds the events it settles by id and
+// aggregates their deliveries once. A walk of the delivering events by a
+// status index that ran the aggregate again for each took 100 ms a
+// settle with thousands in flight.
+func checkSettlePlan(t *testing.T, plan string) {
+	t.Helper()
+	if !settleByID.MatchString(plan) {
+		t.Errorf("settle walks the delivering events instead of finding those it settles by id:\n%s", plan)
+	}
+	if !strings.Contains(plan, "CTE agg") {
+		t.Errorf("settle may aggregate the deliveries again for each event:\n%s", plan)
+	}
+}
+
+// explainGeneric prepares query on c as plan<suffix> and returns the
+// EXPLAIN of its execution with args, which is the generic plan when the
+// session forces those.
+func explainGeneric(t *testing.T, c *pgx.Conn, suffix, name, query, args string) string {
+	t.Helper()
+	ctx := t.Context()
+	if _, err := c.Exec(ctx, fmt.Sprintf("PREPARE plan%s AS %s", suffix, query)); err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	execute := "EXPLAIN EXECUTE plan" + suffix
+	if args != "" {
+		execute += "(" + args + ")"
+	}
+	rows, err := c.Query(ctx, execute)
+	if err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	lines, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	return strings.Join(lines, "\n")
+}
+
+// TestSettlePlan: settle finds its events by id also when the planner
+// was last told, by an ANALYZE at a quiet moment, that no event is
+// delivering, and thousands are: the statistics of a database that sat
+// idle, or just had millions of old rows loaded, before a burst.
+func TestSettlePlan(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	s, err := Open(ctx, Migrated.New(t), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	fill := func(from, to int, status, delivery string) string {
+		return fmt.Sprintf(`INSERT INTO inbox_events (hash, scope, source, provider, tenant, event_id, event_type, entity_type,
+	entity_id, entity_version, entity_order, entity_state, payload, headers, received_at, status, processed_at)
+SELECT substring(sha256(int8send(g)) from 1 for 16), 's', 'shop', 'p', 't', g::text, '', '', '', '', g, '', '\x00', '{}',
+	now(), '%[3]s', now() FROM generate_series(%[1]d, %[2]d) g;
+INSERT INTO inbox_deliveries (event_id, destination, source, status)
+	SELECT id, 'app', 'shop', '%[4]s' FROM inbox_events WHERE event_id::bigint BETWEEN %[1]d AND %[2]d;`, from, to, status, delivery)
+	}
+	if _, err := s.pool.Exec(ctx, fill(1, 20000, "processed", "delivered")+"ANALYZE;"+fill(20001, 23000, "delivering", "pending")); err != nil {
+		t.Fatal(err)
+	}
+	conn, err := s.pool.Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Release()
+	if _, err := conn.Exec(ctx, "SET plan_cache_mode = force_generic_plan"); err != nil {
+		t.Fatal(err)
+	}
+	checkSettlePlan(t, explainGeneric(t, conn.Conn(), "", "settle", settleQuery, "NULL::timestamptz, ARRAY[20005, 20006]::bigint[]"))
+}
+
 // testGenericPlans: the statements run on a database of some size read
 // the big tables through their indexes, also in the generic plan that a
 // prepared statement switches to after a few runs (pgx prepares every
@@ -168,31 +245,12 @@ func testGenericPlans(t *testing.T, url string) {
 	}
 	scan := regexp.MustCompile(`Seq Scan on inbox_(events|keys|digests|deliveries|attempts|entities|order_keys)\b`)
 	for i, st := range statements {
-		if _, err := c.Exec(ctx, fmt.Sprintf("PREPARE plan%d AS %s", i, st.query)); err != nil {
-			t.Fatalf("%s: %v", st.name, err)
-		}
-		execute := fmt.Sprintf("EXPLAIN EXECUTE plan%d", i)
-		if st.args != "" {
-			execute += "(" + st.args + ")"
-		}
-		rows, err := c.Query(ctx, execute)
-		if err != nil {
-			t.Fatalf("%s: %v", st.name, err)
-		}
-		var plan []string
-		for rows.Next() {
-			var line string
-			if err := rows.Scan(&line); err != nil {
-				t.Fatal(err)
-			}
-			plan = append(plan, line)
-		}
-		if err := rows.Err(); err != nil {
-			t.Fatalf("%s: %v", st.name, err)
-		}
-		text := strings.Join(plan, "\n")
+		text := explainGeneric(t, c, fmt.Sprint(i), st.name, st.query, st.args)
 		if scan.MatchString(text) {
 			t.Errorf("%s scans a whole table in its generic plan:\n%s", st.name, text)
+		}
+		if st.name == "settle" {
+			checkSettlePlan(t, text)
 		}
 		if st.name == "lane lease" && !strings.Contains(text, "Tid Scan on inbox_deliveries d") {
 			t.Errorf("the lane lease finds the deliveries it updates otherwise than by their ctid:\n%s", text)
