@@ -193,9 +193,9 @@ func (s *Store) Finish(ctx context.Context, owner string, results []inbox.Result
 // events (an ANALYZE at a quiet moment), the statement walked every
 // delivering event, by the status indexes, and ran the aggregate again
 // for each: 100 ms a settle with thousands in flight, which made more
-// of them pile up. The status is compared as an expression (status || '')
-// so that no status index can serve the walk, and the primary key is
-// the only way in.
+// of them pile up. The status is joined to an empty string before it is
+// compared, so that no status index can serve the walk, and the primary
+// key is the only way in.
 const settleQuery = `WITH clock AS (SELECT coalesce($1::timestamptz, now()) AS now),
 agg AS MATERIALIZED (
 	SELECT event_id,

@@ -13,6 +13,18 @@ import (
 	"github.com/hookgate/hookgate/internal/inbox"
 )
 
+// openMigrated opens a Store on a new migrated database, closed when the
+// test ends.
+func openMigrated(t *testing.T) *Store {
+	t.Helper()
+	s, err := Open(t.Context(), Migrated.New(t), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
 // TestAcceptPlan: Accept finds what made an item a duplicate by index,
 // whatever the planner thinks of the tables' sizes; a join there was
 // planned as a scan of the whole key table, which holds every key of the
@@ -20,11 +32,7 @@ import (
 func TestAcceptPlan(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
-	s, err := Open(ctx, Migrated.New(t), Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
+	s := openMigrated(t)
 	items := make([]inbox.Item, 100)
 	for i := range items {
 		k := dedupe.Key{Tenant: "acme", Provider: "shop", EventID: fmt.Sprint(i)}
@@ -163,11 +171,7 @@ func explainGeneric(t *testing.T, c *pgx.Conn, suffix, name, query, args string)
 func TestSettlePlan(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
-	s, err := Open(ctx, Migrated.New(t), Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
+	s := openMigrated(t)
 	fill := func(from, to int, status, delivery string) string {
 		return fmt.Sprintf(`INSERT INTO inbox_events (hash, scope, source, provider, tenant, event_id, event_type, entity_type,
 	entity_id, entity_version, entity_order, entity_state, payload, headers, received_at, status, processed_at)
