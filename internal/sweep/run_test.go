@@ -35,6 +35,17 @@ func TestRunPauses(t *testing.T) {
 	}
 }
 
+// A pause is Share-1 times the chunk, and no more than MaxPause however
+// long a chunk waited on a stalled database.
+func TestPause(t *testing.T) {
+	if got := Pause(5 * time.Millisecond); got != (Share-1)*5*time.Millisecond {
+		t.Fatalf("pause after a chunk of 5ms: %v, want %v", got, (Share-1)*5*time.Millisecond)
+	}
+	if got := Pause(time.Minute); got != MaxPause {
+		t.Fatalf("pause after a chunk that waited a minute: %v, want MaxPause (%v)", got, MaxPause)
+	}
+}
+
 // A failed chunk ends the sweep; what it deleted is not counted, since
 // its transaction did not commit. A context that ends during a pause ends
 // the sweep with the context's error.

@@ -24,6 +24,11 @@ const (
 	// 200 ms instead of 20 on the retention benchmark). PostgreSQL's own
 	// autovacuum paces its writes for the same reason.
 	Share = 10
+	// MaxPause bounds a pause. A chunk that took long because it waited
+	// (on a lock another session held, on a database that stalled for a
+	// minute) wrote no more than a quick one, and nine times its wait
+	// would stall the sweep long after the database came back.
+	MaxPause = time.Second
 )
 
 // Chunk sizes the transactions of a sweep by how long the last one took,
@@ -56,8 +61,8 @@ func (c *Chunk) Took(d time.Duration) {
 
 // Run runs a sweep: fn deletes at most limit rows in a transaction of its
 // own and returns how many it deleted, and Run calls it again, with limits
-// from a [Chunk] of at most most rows and a pause of Share-1 times its
-// duration after each, until fn deletes fewer than its limit. It returns
+// from a [Chunk] of at most most rows and a pause after each ([Pause]),
+// until fn deletes fewer than its limit. It returns
 // how many rows the committed transactions deleted, with the first error
 // (the context's, if it ends during a pause).
 func Run(ctx context.Context, most int, fn func(limit int) (int, error)) (int, error) {
@@ -75,8 +80,14 @@ func Run(ctx context.Context, most int, fn func(limit int) (int, error)) (int, e
 		}
 		took := time.Since(start)
 		chunk.Took(took)
-		if err := wait.Sleep(ctx, (Share-1)*took); err != nil {
+		if err := wait.Sleep(ctx, Pause(took)); err != nil {
 			return deleted, err
 		}
 	}
+}
+
+// Pause is how long a sweep waits after a full chunk that took took:
+// Share-1 times as long, at most MaxPause.
+func Pause(took time.Duration) time.Duration {
+	return min((Share-1)*took, MaxPause)
 }
