@@ -171,7 +171,10 @@ func (e *Engine) Check(parent context.Context) {
 	// The open incidents are read before the state they are judged by:
 	// an incident another node opens after this read is left to the next
 	// check, rather than resolved by state read before it was opened
-	// (a lane this node's stats do not have yet).
+	// (a lane this node's stats do not have yet); and one another node
+	// ends after this read is not opened again by state that may be
+	// older than the ending (attempts read before the success that ended
+	// it).
 	open, openErr := e.opts.Incidents.ListIncidents(ctx, false, maxOpen)
 	stats, err := e.opts.Store.Stats(ctx)
 	if err != nil {
@@ -195,6 +198,16 @@ func (e *Engine) Check(parent context.Context) {
 		seen[k] = true
 		inc := inbox.Incident{Kind: c.kind, Source: c.source, Destination: c.destination, SeenAt: now,
 			Counts: c.counts, LastError: redact(c.lastError)}
+		if known, ok := byKey[k]; ok {
+			inc.ID = known.ID
+			still, err := e.opts.Incidents.See(ctx, inc)
+			if err != nil {
+				e.log.Error("alerts: recording an incident", "kind", c.kind, "err", err)
+			} else if !still {
+				delete(byKey, k)
+			}
+			continue
+		}
 		got, opened, err := e.opts.Incidents.Observe(ctx, inc, e.notices(notify.Opened))
 		if err != nil {
 			e.log.Error("alerts: recording an incident", "kind", c.kind, "err", err)

@@ -106,8 +106,7 @@ func setup(t *testing.T, sources ...config.Source) *bundle {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { store.Close() })
-	a := config.Default().Alerts
-	a.Channels = []config.AlertChannel{{Name: "ops-slack", Type: config.ChannelSlack}}
+	a := slackAlerts()
 	rec := &recorder{}
 	reg := prometheus.NewRegistry()
 	e, err := alert.New(alert.Options{Store: store, Incidents: store, Alerts: a, Sources: sources,
@@ -116,6 +115,13 @@ func setup(t *testing.T, sources ...config.Source) *bundle {
 		t.Fatal(err)
 	}
 	return &bundle{store: store, engine: e, clock: c, slack: rec, reg: reg}
+}
+
+// slackAlerts are the default alerts with one channel, ops-slack.
+func slackAlerts() config.Alerts {
+	a := config.Default().Alerts
+	a.Channels = []config.AlertChannel{{Name: "ops-slack", Type: config.ChannelSlack}}
+	return a
 }
 
 // check runs one check and sends what it queued.
@@ -312,4 +318,57 @@ func TestFailingSurvivesAnotherNodesView(t *testing.T) {
 	b.check(t)
 	b.check(t)
 	equal(t, b.slack.changes(), "destination.failing opened", "destination.recovered resolved")
+}
+
+// otherNodeRecovers is a node's view of the store whose attempts are read
+// just before another node sees the destination back and ends the
+// incident: the stale view still says failing.
+type otherNodeRecovers struct {
+	*sqlite.Store
+	recover func()
+}
+
+func (o otherNodeRecovers) RecentAttempts(ctx context.Context, destination string, limit int) ([]inbox.Attempt, error) {
+	recent, err := o.Store.RecentAttempts(ctx, destination, limit)
+	o.recover()
+	return recent, err
+}
+
+// A check that read the incident open and the destination failing, while
+// another node saw it back and ended the incident, does not open a new
+// one: the ending is newer than what the check read.
+func TestStaleCheckDoesNotReopen(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	accept(t, b.store, "evt_1")
+	inboxfill.Route(t, b.store, 1, "crm")
+	lane := inbox.Lane{Source: "app", Destination: "crm"}
+	for range 3 {
+		b.clock.Advance(time.Second)
+		inboxfill.Attempt(t, b.store, lane, inbox.Attempt{EventID: 1, At: b.clock.Now(), Code: 503, Error: "HTTP 503"},
+			inbox.DeliveryPending, b.clock.Now())
+	}
+	b.lane(t, inbox.LanePaused, 3)
+	b.check(t)
+	equal(t, b.slack.changes(), "destination.failing opened")
+
+	view := otherNodeRecovers{Store: b.store, recover: func() {
+		b.clock.Advance(time.Second)
+		inboxfill.Attempt(t, b.store, lane, inbox.Attempt{EventID: 1, At: b.clock.Now(), Code: 200},
+			inbox.DeliveryDelivered, time.Time{})
+		b.check(t)
+	}}
+	a := slackAlerts()
+	other, err := alert.New(alert.Options{Store: view, Incidents: b.store, Alerts: a,
+		Senders: map[string]alert.Sender{"ops-slack": b.slack}, Now: b.clock.Now, Owner: "other",
+		Registry: prometheus.NewRegistry()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	other.Check(t.Context())
+	b.engine.SendDue(t.Context())
+	equal(t, b.slack.changes(), "destination.failing opened", "destination.recovered resolved")
+	if open, err := b.store.ListIncidents(t.Context(), false, 10); err != nil || len(open) != 0 {
+		t.Errorf("open incidents %+v (%v) after the destination came back, want none", open, err)
+	}
 }

@@ -72,6 +72,11 @@ type Incidents interface {
 	// returns it, queuing nothing. Of nodes observing one key at once,
 	// exactly one opens it.
 	Observe(ctx context.Context, inc Incident, notices NoticeFunc) (Incident, bool, error)
+	// See records that the condition of the incident inc.ID held at
+	// inc.SeenAt: while that incident is open it updates its SeenAt,
+	// Counts and LastError and returns true; once it has ended it
+	// changes nothing and returns false, opening nothing either.
+	See(ctx context.Context, inc Incident) (bool, error)
 	// Resolve ends the open incident id at at with counts (merged over
 	// the stored ones) and queues notices(the ended incident). It returns
 	// false, queuing nothing, when the incident had already ended (or

@@ -7,16 +7,16 @@ import (
 	"time"
 )
 
-// ErrBadIncident is returned by Observe for an incident without a kind or
-// a time seen, and by Resolve and Remind for a zero time: a backend keeps
+// ErrBadIncident is returned by Observe and See for an incident without a
+// kind or a time seen, and by Resolve and Remind for a zero time: a backend keeps
 // the zero time as "none", so the change would not read back.
 var ErrBadIncident = errors.New("inbox: incident without kind or time")
 
-// CheckObserve checks the incident Observe is given; every backend calls
-// it first, so every backend refuses the same calls.
-func CheckObserve(inc Incident) error {
+// CheckObserve checks the incident op (observe, see) is given; every
+// backend calls it first, so every backend refuses the same calls.
+func CheckObserve(op string, inc Incident) error {
 	if inc.Kind == "" || inc.SeenAt.IsZero() {
-		return fmt.Errorf("inbox: observe: %w", ErrBadIncident)
+		return fmt.Errorf("inbox: %s: %w", op, ErrBadIncident)
 	}
 	return nil
 }

@@ -304,6 +304,47 @@ func testIncidentObserve(b *bundle) {
 	}
 }
 
+// testIncidentSee: seeing an open incident by its id updates it and
+// queues nothing; seeing one that has ended changes nothing and opens no
+// new incident of its key.
+func testIncidentSee(b *bundle) {
+	t0 := b.clock.Now()
+	opened := notify("opened", "ops")
+	inc := b.open(failing("app", t0, map[string]int64{"failed": 3}), opened)
+	b.clock.Advance(time.Minute)
+	t1 := b.clock.Now()
+	seen := failing("app", t1, map[string]int64{"failed": 7})
+	seen.ID, seen.LastError = inc.ID, "HTTP 502"
+	if ok, err := b.incidents().See(b.ctx, seen); err != nil || !ok {
+		b.t.Fatalf("See of open incident %d: %v, %v; want true", inc.ID, ok, err)
+	}
+	want := inc
+	want.SeenAt, want.Counts, want.LastError = t1, map[string]int64{"failed": 7}, "HTTP 502"
+	b.sameIncident("incident seen", b.listIncidents(false, 10)[0], want)
+
+	if !b.resolve(inc.ID, t1, nil, notify("resolved", "ops")) {
+		b.t.Fatalf("Resolve of open incident %d: false", inc.ID)
+	}
+	b.clock.Advance(time.Minute)
+	seen.SeenAt = b.clock.Now()
+	if ok, err := b.incidents().See(b.ctx, seen); err != nil || ok {
+		b.t.Errorf("See of ended incident %d: %v, %v; want false", inc.ID, ok, err)
+	}
+	if got := b.listIncidents(false, 10); len(got) != 0 {
+		b.t.Errorf("open incidents %v after seeing an ended one, want none", incidentIDs(got))
+	}
+	want.ResolvedAt = t1
+	b.sameIncident("ended incident seen", b.listIncidents(true, 10)[0], want)
+	if got := changes(b.notices(inc.ID)); !slices.Equal(got, []string{"opened:ops", "resolved:ops"}) {
+		b.t.Errorf("notices %v, want the opening and the ending only", got)
+	}
+	for _, bad := range []inbox.Incident{{ID: inc.ID, Source: "shop", SeenAt: t1}, {ID: inc.ID, Kind: "source_silent"}} {
+		if _, err := b.incidents().See(b.ctx, bad); !errors.Is(err, inbox.ErrBadIncident) {
+			b.t.Errorf("See(%+v): %v, want ErrBadIncident", bad, err)
+		}
+	}
+}
+
 // testIncidentResolve: an incident is resolved once, with its counts
 // merged over the stored ones and its notices queued; resolving it again
 // changes and queues nothing, and the key's next observation opens a new

@@ -76,6 +76,7 @@ func Exercise(t *testing.T, newStore func(t *testing.T, clock *Clock) inbox.Stor
 		{"StatsEmpty", testStatsEmpty},
 		{"Stats", testStats},
 		{"IncidentObserve", testIncidentObserve},
+		{"IncidentSee", testIncidentSee},
 		{"IncidentResolve", testIncidentResolve},
 		{"IncidentRemind", testIncidentRemind},
 		{"IncidentList", testIncidentList},

@@ -57,7 +57,7 @@ const seeIncident = `UPDATE inbox_incidents SET seen_at = $4::timestamptz, count
 // was resolved meanwhile, the key has none open and the insert is tried
 // again.
 func (s *Store) Observe(ctx context.Context, inc inbox.Incident, notices inbox.NoticeFunc) (inbox.Incident, bool, error) {
-	if err := inbox.CheckObserve(inc); err != nil {
+	if err := inbox.CheckObserve("observe", inc); err != nil {
 		return inbox.Incident{}, false, err
 	}
 	counts, err := inbox.EncodeCounts(inc.Counts)
@@ -89,6 +89,20 @@ func (s *Store) Observe(ctx context.Context, inc inbox.Incident, notices inbox.N
 		return inbox.Incident{}, false, err
 	}
 	return out, opened, nil
+}
+
+// See implements inbox.Incidents.
+func (s *Store) See(ctx context.Context, inc inbox.Incident) (bool, error) {
+	if err := inbox.CheckObserve("see", inc); err != nil {
+		return false, err
+	}
+	counts, err := inbox.EncodeCounts(inc.Counts)
+	if err != nil {
+		return false, err
+	}
+	return s.change(ctx, "see incident", `UPDATE inbox_incidents SET seen_at = $2::timestamptz, counts = $3::jsonb, last_error = $4
+		WHERE id = $1 AND resolved_at IS NULL
+		RETURNING `+incidentColumns, []any{inc.ID, inc.SeenAt, counts, text(inc.LastError)}, nil)
 }
 
 // queueNotices queues the notices notices builds of inc, in tx.

@@ -53,7 +53,7 @@ const seeIncident = `UPDATE incidents SET seen_at = ?, counts = ?, last_error = 
 // and processes, and incidents_open refuses a second open incident of a
 // key in any case.
 func (s *Store) Observe(ctx context.Context, inc inbox.Incident, notices inbox.NoticeFunc) (inbox.Incident, bool, error) {
-	if err := inbox.CheckObserve(inc); err != nil {
+	if err := inbox.CheckObserve("observe", inc); err != nil {
 		return inbox.Incident{}, false, err
 	}
 	counts, err := inbox.EncodeCounts(inc.Counts)
@@ -83,6 +83,20 @@ func (s *Store) Observe(ctx context.Context, inc inbox.Incident, notices inbox.N
 		return inbox.Incident{}, false, err
 	}
 	return out, opened, nil
+}
+
+// See implements inbox.Incidents.
+func (s *Store) See(ctx context.Context, inc inbox.Incident) (bool, error) {
+	if err := inbox.CheckObserve("see", inc); err != nil {
+		return false, err
+	}
+	counts, err := inbox.EncodeCounts(inc.Counts)
+	if err != nil {
+		return false, err
+	}
+	return s.change(ctx, "see incident", `UPDATE incidents SET seen_at = ?, counts = ?, last_error = ?
+		WHERE id = ? AND resolved_at IS NULL
+		RETURNING `+incidentColumns, []any{nanos(inc.SeenAt), counts, inc.LastError, inc.ID}, nil)
 }
 
 // queueNotices queues the notices notices builds of inc, in tx.
