@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
 	"time"
 
@@ -30,6 +31,9 @@ type Options struct {
 	// LeadFor is how long PostgreSQL's lease on the lead lasts without a
 	// Session; zero means inboxpostgres.DefaultLeadFor.
 	LeadFor time.Duration
+	// Logger receives the errors of what the backend does in the
+	// background; nil discards them.
+	Logger *slog.Logger
 }
 
 // Open opens the inbox database names: sqlite:PATH, or a postgres:// (or
@@ -38,7 +42,7 @@ type Options struct {
 func Open(ctx context.Context, database string, opts Options) (inbox.Backend, error) {
 	switch {
 	case strings.HasPrefix(database, "postgres://"), strings.HasPrefix(database, "postgresql://"):
-		return inboxpostgres.Open(ctx, database, inboxpostgres.Options{Session: opts.Session, LeadFor: opts.LeadFor})
+		return inboxpostgres.Open(ctx, database, inboxpostgres.Options{Session: opts.Session, LeadFor: opts.LeadFor, Logger: opts.Logger})
 	case strings.HasPrefix(database, "sqlite:") && len(database) > len("sqlite:"):
 		return inboxsqlite.Open(strings.TrimPrefix(database, "sqlite:"), inboxsqlite.Options{Now: opts.Now})
 	}

@@ -38,7 +38,7 @@ need not be set.`,
 	if err != nil {
 		return err
 	}
-	store, err := db.openConfig(ctx, cfg)
+	store, err := db.openConfig(ctx, cfg, nil)
 	if err != nil {
 		return fmt.Errorf("migrate %s: %w", shownDatabase(cfg.Database), err)
 	}

@@ -223,7 +223,8 @@ func reconcileSources(ctx context.Context, cfg config.Config, run string, o reco
 		}
 		sc = cfg.Sources[i]
 	}
-	store, err := (&storeOpts{}).openConfig(ctx, cfg)
+	log := slog.New(slog.NewTextHandler(std.Stderr, nil))
+	store, err := (&storeOpts{}).openConfig(ctx, cfg, log)
 	if err != nil {
 		return nil, err
 	}
@@ -241,8 +242,7 @@ func reconcileSources(ctx context.Context, cfg config.Config, run string, o reco
 		if err != nil {
 			return nil, fmt.Errorf("source %s: %w", run, err)
 		}
-		runner, err = reconcile.New(reconcile.Options{Source: src, Config: *sc.Reconcile, Store: store,
-			Logger: slog.New(slog.NewTextHandler(std.Stderr, nil))})
+		runner, err = reconcile.New(reconcile.Options{Source: src, Config: *sc.Reconcile, Store: store, Logger: log})
 		if err != nil {
 			return nil, err
 		}

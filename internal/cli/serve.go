@@ -59,7 +59,7 @@ Without --config it serves a demo source on the embedded SQLite database
 	if *listen != "" {
 		cfg.Listen = *listen
 	}
-	store, err := db.openConfig(ctx, cfg)
+	store, err := db.openConfig(ctx, cfg, log)
 	if err != nil {
 		return err
 	}

@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io/fs"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"time"
@@ -50,12 +51,13 @@ func (o *storeOpts) load(read func(string) (config.Config, error)) (cfg config.C
 	return cfg, demo, nil
 }
 
-// openConfig opens the store cfg names. A lease on the lead lasts two
-// sweep periods and ten seconds: the leader renews it at each sweep, and
-// a sweep that starts late still finds it held.
-func (o *storeOpts) openConfig(ctx context.Context, cfg config.Config) (inbox.Backend, error) {
+// openConfig opens the store cfg names, logging to log (nil: nowhere)
+// what it does in the background. A lease on the lead lasts two sweep
+// periods and ten seconds: the leader renews it at each sweep, and a
+// sweep that starts late still finds it held.
+func (o *storeOpts) openConfig(ctx context.Context, cfg config.Config, log *slog.Logger) (inbox.Backend, error) {
 	return backend.Open(ctx, cfg.Database, backend.Options{Session: cfg.DatabaseSession,
-		LeadFor: 2*time.Duration(cfg.SweepEvery) + 10*time.Second})
+		LeadFor: 2*time.Duration(cfg.SweepEvery) + 10*time.Second, Logger: log})
 }
 
 // openDatabase opens the database for a command that only works on it
@@ -80,7 +82,7 @@ func (o *storeOpts) openDatabase(ctx context.Context) (inbox.Backend, config.Con
 			return nil, cfg, fmt.Errorf("no hookgate database at %s (hookgate serve creates it on its first start)", shown)
 		}
 	}
-	store, err := o.openConfig(ctx, cfg)
+	store, err := o.openConfig(ctx, cfg, nil)
 	return store, cfg, err
 }
 

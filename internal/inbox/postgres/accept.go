@@ -139,6 +139,7 @@ func (s *Store) Accept(ctx context.Context, items []inbox.Item) ([]inbox.Outcome
 		return nil, inbox.Fail(ctx, "accept", fmt.Errorf("%d outcomes for %d items", len(out), n))
 	}
 	rows.Close()
+	s.noteAccepted(n)
 	// The batch is committed: a failure to read the times of raced
 	// duplicates leaves them zero rather than report the batch failed.
 	s.readHeld(ctx, `SELECT first_seen, expires FROM inbox_keys WHERE hash = $1`, items, raced, out,

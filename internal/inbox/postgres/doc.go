@@ -67,6 +67,20 @@
 // reads the first entries of partial indexes on the open statuses, and
 // never the whole events table.
 //
+// # Plans on a new database
+//
+// A prepared statement runs on a generic plan from its sixth run, made
+// with the tables' statistics of that moment and kept until a table is
+// analyzed. On a new database that is while the tables are empty, and
+// the plans scan whole tables, which grow to thousands of rows before
+// autovacuum, which looks once a minute, analyzes them. So every thousand
+// events a node accepts, the Store looks at the tables that grow with the
+// events and analyzes those of at least a thousand rows that were never
+// analyzed or changed more rows than they had at their last analyze
+// (they at least doubled); every session then plans again. Each
+// statement is written so that its plan on a table of some size, so
+// analyzed, reads by index (TestPlans).
+//
 // Unlike the SQLite inbox, Accept refuses a batch that carries one hash
 // twice ([ErrRepeatedHash]), which the [inbox.Store] contract rules out:
 // one statement cannot take one key twice.

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"runtime"
 	"strings"
 	"time"
@@ -30,6 +31,8 @@ type Store struct {
 	// connect (Options.Session); nil when there is none.
 	session *pgx.ConnConfig
 	leadFor time.Duration
+	log     *slog.Logger
+	analyze analyzer
 }
 
 var _ inbox.Store = (*Store)(nil)
@@ -55,6 +58,10 @@ type Options struct {
 	// zero means DefaultLeadFor. The leader renews it with each Lead, so
 	// it must exceed the time between two.
 	LeadFor time.Duration
+	// Logger receives the errors of what the Store does in the
+	// background (the analyze of tables that outgrew their statistics);
+	// nil discards them.
+	Logger *slog.Logger
 }
 
 // DefaultAcceptWriters is two accept batches in flight where the node has
@@ -129,7 +136,7 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 // version's schema. The caller keeps pool and closes it after the Store.
 func New(ctx context.Context, pool *pgxpool.Pool, opts Options) (*Store, error) {
 	s := &Store{pool: pool, now: opts.Now, writers: opts.AcceptWriters, leadFor: opts.LeadFor,
-		lead: leader{holder: holderName()}}
+		lead: leader{holder: holderName()}, log: opts.Logger}
 	if opts.Session != "" {
 		cfg, err := pgx.ParseConfig(opts.Session)
 		if err != nil {
@@ -184,6 +191,7 @@ func (s *Store) Pool() *pgxpool.Pool { return s.pool }
 
 // Close closes the pool when the Store opened it.
 func (s *Store) Close() error {
+	s.analyze.stop()
 	s.resign()
 	if s.owned {
 		s.pool.Close()
