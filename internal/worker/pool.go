@@ -336,7 +336,10 @@ func (p *Pool) loop(ctx context.Context, owner string) {
 		if err != nil {
 			p.opts.Logger.Error("processing batch", "worker", owner, "err", err)
 		}
-		if n > 0 && err == nil {
+		// A batch short of full took every event due then: those stored
+		// since woke a worker (Notify), and a lease now would mostly find
+		// none, a write transaction for nothing.
+		if n == p.opts.Batch && err == nil {
 			continue
 		}
 		idle.Reset(p.opts.Idle)
