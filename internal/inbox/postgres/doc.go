@@ -76,8 +76,8 @@
 // autovacuum, which looks once a minute, analyzes them. So every thousand
 // events a node accepts, the Store looks at the tables that grow with the
 // events and analyzes those of at least a thousand rows that were never
-// analyzed or changed more rows than they had at their last analyze
-// (they at least doubled); every session then plans again. Each
+// analyzed or had more rows changed since their last analyze than they
+// had then; every session then plans again. Each
 // statement is written so that its plan on a table of some size, so
 // analyzed, reads by index (TestPlans).
 //
