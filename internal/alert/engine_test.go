@@ -124,6 +124,25 @@ func slackAlerts() config.Alerts {
 	return a
 }
 
+// failingOpened routes evt_1 to crm, records n failed attempts of it and
+// the lane paused after them, and checks: destination.failing opens. It
+// returns the lane.
+func (b *bundle) failingOpened(t *testing.T, n int) inbox.Lane {
+	t.Helper()
+	accept(t, b.store, "evt_1")
+	inboxfill.Route(t, b.store, 1, "crm")
+	lane := inbox.Lane{Source: "app", Destination: "crm"}
+	for range n {
+		b.clock.Advance(time.Second)
+		inboxfill.Attempt(t, b.store, lane, inbox.Attempt{EventID: 1, At: b.clock.Now(), Code: 503, Error: "HTTP 503"},
+			inbox.DeliveryPending, b.clock.Now())
+	}
+	b.lane(t, inbox.LanePaused, n)
+	b.check(t)
+	equal(t, b.slack.changes(), "destination.failing opened")
+	return lane
+}
+
 // check runs one check and sends what it queued.
 func (b *bundle) check(t *testing.T) {
 	t.Helper()
@@ -285,17 +304,7 @@ func TestEventsDeadGrouped(t *testing.T) {
 func TestFailingSurvivesAnotherNodesView(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	accept(t, b.store, "evt_1")
-	inboxfill.Route(t, b.store, 1, "crm")
-	lane := inbox.Lane{Source: "app", Destination: "crm"}
-	for range 5 {
-		b.clock.Advance(time.Second)
-		inboxfill.Attempt(t, b.store, lane, inbox.Attempt{EventID: 1, At: b.clock.Now(), Code: 503, Error: "HTTP 503"},
-			inbox.DeliveryPending, b.clock.Now())
-	}
-	b.lane(t, inbox.LanePaused, 5)
-	b.check(t)
-	equal(t, b.slack.changes(), "destination.failing opened")
+	lane := b.failingOpened(t, 5)
 	b.lane(t, inbox.LaneFailing, 1)
 	b.check(t)
 	b.check(t)
@@ -340,17 +349,7 @@ func (o otherNodeRecovers) RecentAttempts(ctx context.Context, destination strin
 func TestStaleCheckDoesNotReopen(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	accept(t, b.store, "evt_1")
-	inboxfill.Route(t, b.store, 1, "crm")
-	lane := inbox.Lane{Source: "app", Destination: "crm"}
-	for range 3 {
-		b.clock.Advance(time.Second)
-		inboxfill.Attempt(t, b.store, lane, inbox.Attempt{EventID: 1, At: b.clock.Now(), Code: 503, Error: "HTTP 503"},
-			inbox.DeliveryPending, b.clock.Now())
-	}
-	b.lane(t, inbox.LanePaused, 3)
-	b.check(t)
-	equal(t, b.slack.changes(), "destination.failing opened")
+	lane := b.failingOpened(t, 3)
 
 	view := otherNodeRecovers{Store: b.store, recover: func() {
 		b.clock.Advance(time.Second)

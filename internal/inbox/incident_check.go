@@ -12,13 +12,14 @@ import (
 // the zero time as "none", so the change would not read back.
 var ErrBadIncident = errors.New("inbox: incident without kind or time")
 
-// CheckObserve checks the incident op (observe, see) is given; every
-// backend calls it first, so every backend refuses the same calls.
-func CheckObserve(op string, inc Incident) error {
+// CheckObserve checks the incident op (observe, see) is given and
+// returns its counts encoded (EncodeCounts); every backend calls it
+// first, so every backend refuses the same calls.
+func CheckObserve(op string, inc Incident) (counts string, err error) {
 	if inc.Kind == "" || inc.SeenAt.IsZero() {
-		return fmt.Errorf("inbox: %s: %w", op, ErrBadIncident)
+		return "", fmt.Errorf("inbox: %s: %w", op, ErrBadIncident)
 	}
-	return nil
+	return EncodeCounts(inc.Counts)
 }
 
 // CheckIncidentTime checks the time at which op (resolve, remind) changes

@@ -57,10 +57,7 @@ const seeIncident = `UPDATE inbox_incidents SET seen_at = $4::timestamptz, count
 // was resolved meanwhile, the key has none open and the insert is tried
 // again.
 func (s *Store) Observe(ctx context.Context, inc inbox.Incident, notices inbox.NoticeFunc) (inbox.Incident, bool, error) {
-	if err := inbox.CheckObserve("observe", inc); err != nil {
-		return inbox.Incident{}, false, err
-	}
-	counts, err := inbox.EncodeCounts(inc.Counts)
+	counts, err := inbox.CheckObserve("observe", inc)
 	if err != nil {
 		return inbox.Incident{}, false, err
 	}
@@ -93,10 +90,7 @@ func (s *Store) Observe(ctx context.Context, inc inbox.Incident, notices inbox.N
 
 // See implements inbox.Incidents.
 func (s *Store) See(ctx context.Context, inc inbox.Incident) (bool, error) {
-	if err := inbox.CheckObserve("see", inc); err != nil {
-		return false, err
-	}
-	counts, err := inbox.EncodeCounts(inc.Counts)
+	counts, err := inbox.CheckObserve("see", inc)
 	if err != nil {
 		return false, err
 	}

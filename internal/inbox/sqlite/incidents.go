@@ -53,10 +53,7 @@ const seeIncident = `UPDATE incidents SET seen_at = ?, counts = ?, last_error = 
 // and processes, and incidents_open refuses a second open incident of a
 // key in any case.
 func (s *Store) Observe(ctx context.Context, inc inbox.Incident, notices inbox.NoticeFunc) (inbox.Incident, bool, error) {
-	if err := inbox.CheckObserve("observe", inc); err != nil {
-		return inbox.Incident{}, false, err
-	}
-	counts, err := inbox.EncodeCounts(inc.Counts)
+	counts, err := inbox.CheckObserve("observe", inc)
 	if err != nil {
 		return inbox.Incident{}, false, err
 	}
@@ -87,10 +84,7 @@ func (s *Store) Observe(ctx context.Context, inc inbox.Incident, notices inbox.N
 
 // See implements inbox.Incidents.
 func (s *Store) See(ctx context.Context, inc inbox.Incident) (bool, error) {
-	if err := inbox.CheckObserve("see", inc); err != nil {
-		return false, err
-	}
-	counts, err := inbox.EncodeCounts(inc.Counts)
+	counts, err := inbox.CheckObserve("see", inc)
 	if err != nil {
 		return false, err
 	}
