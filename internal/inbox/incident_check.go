@@ -8,8 +8,9 @@ import (
 )
 
 // ErrBadIncident is returned by Observe and See for an incident without a
-// kind or a time seen, and by Resolve and Remind for a zero time: a backend keeps
-// the zero time as "none", so the change would not read back.
+// kind or a time seen, and by Resolve and Remind for a zero time: a
+// backend keeps the zero time as "none", so the change would not read
+// back.
 var ErrBadIncident = errors.New("inbox: incident without kind or time")
 
 // CheckObserve checks the incident op (observe, see) is given and
