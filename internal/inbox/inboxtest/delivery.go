@@ -269,6 +269,32 @@ func testDispatchLost(b *bundle) {
 	}
 }
 
+// testDispatchTwice records two attempts of one delivery in one dispatch
+// (its lease ran out while the first was in flight, and the same lane
+// leased it again): the first ends the lease, so the second is lost, as
+// it would be recorded in a dispatch of its own. Both are in the log.
+func testDispatchTwice(b *bundle) {
+	id := b.add(item("a"))[0]
+	b.toDeliver(id, "app")
+	b.dispatch("d", app, 1)
+	b.clock.Advance(lease)
+	if got := taskIDs(b.dispatch("d", app, 1).Tasks); !slices.Equal(got, []int64{id}) {
+		b.t.Fatalf("leased again after the lease ran out: %v", got)
+	}
+	retry := b.ended(id, "app", inbox.DeliveryPending, 503, "busy")
+	retry.NextAttemptAt = b.clock.Now().Add(time.Minute)
+	out := b.dispatch("d", app, 0, retry, b.ended(id, "app", inbox.DeliveryDelivered, 200, ""))
+	if !slices.Equal(out.Lost, []int64{id}) || len(out.Settled) != 0 {
+		b.t.Fatalf("two attempts of one delivery: %+v, want the second lost", out)
+	}
+	if d := b.deliveries(id)[id]["app"]; d.Status != inbox.DeliveryPending || d.Attempts != 1 || d.Code != 503 {
+		b.t.Errorf("delivery %+v, want the first attempt's retry: pending, 1 attempt, 503", d)
+	}
+	if log, err := b.store.Attempts(b.ctx, id); err != nil || len(log) != 2 || log[0].Code != 503 || log[1].Code != 200 {
+		b.t.Errorf("attempt log %+v, %v; want both attempts in order", log, err)
+	}
+}
+
 func testFinishLost(b *bundle) {
 	id := b.add(item("a"))[0]
 	b.lease("w1", 1)

@@ -63,6 +63,7 @@ func Exercise(t *testing.T, newStore func(t *testing.T, clock *Clock) inbox.Stor
 		{"DispatchConcurrent", testDispatchConcurrent},
 		{"DispatchLost", testDispatchLost},
 		{"DispatchFailureStaysItsOwn", testDispatchFailureStaysItsOwn},
+		{"DispatchTwice", testDispatchTwice},
 		{"FinishLost", testFinishLost},
 		{"ReplayedEventAlreadyDelivered", testReplayedEventAlreadyDelivered},
 		{"LaneStats", testLaneStats},

@@ -106,7 +106,8 @@ func (s *Store) dispatch(ctx context.Context, owner string, lane inbox.Lane, don
 }
 
 // recordQuery logs the attempts ($2..$9, one element each) in their order
-// and updates the deliveries that $10 still leases, returning those.
+// and updates the deliveries that $10 still leases, each by its first
+// attempt there, returning those.
 const recordQuery = `WITH clock AS (SELECT coalesce($1::timestamptz, now()) AS now),
 a AS (
 	SELECT * FROM unnest($2::bigint[], $3::text[], $4::timestamptz[], $5::bigint[], $6::integer[],
@@ -121,7 +122,7 @@ a AS (
 UPDATE inbox_deliveries d SET status = a.status, attempts = d.attempts + 1, next_attempt_at = a.next_attempt_at,
 	code = a.code, error = a.error, at = CASE WHEN a.at = '-infinity' THEN clock.now ELSE a.at END,
 	lease_owner = '', lease_until = '-infinity'
-FROM a, clock
+FROM (SELECT DISTINCT ON (event_id, destination) * FROM a ORDER BY event_id, destination, ord) a, clock
 WHERE d.event_id = a.event_id AND d.destination = a.destination AND d.lease_owner = $10 AND d.status = 'pending'
 RETURNING d.event_id, d.destination, d.source, d.order_key`
 
@@ -185,12 +186,18 @@ func (s *Store) recordDone(ctx context.Context, tx pgx.Tx, owner string, done []
 		ended    []int64
 		released keyRelease
 	)
+	// A delivery's first attempt in done ends its lease (the update takes
+	// only that one), so a second one finds it no longer leased: lost, as
+	// when it is recorded apart.
+	seen := make(map[delivery]bool, n)
 	for i, dn := range done {
-		o, ok := updated[delivery{ids[i], dests[i]}]
-		if !ok {
+		d := delivery{ids[i], dests[i]}
+		o, ok := updated[d]
+		if !ok || seen[d] {
 			out.Lost = append(out.Lost, ids[i])
 			continue
 		}
+		seen[d] = true
 		if o.key != "" {
 			released.add(o.source, o.key, dn)
 		}

@@ -108,119 +108,182 @@ func (s *Store) dispatch(ctx context.Context, owner string, lane inbox.Lane, don
 
 // recordDone records finished attempts: each goes to the attempt log; the
 // ones whose delivery owner still leases update it and may settle their
-// event.
+// event. Each of the three is a statement per chunk of attempts, not per
+// attempt: a lane records its ended attempts several to a dispatch.
 func (s *Store) recordDone(ctx context.Context, tx *sql.Tx, owner string, done []inbox.Done, now int64, out *inbox.Dispatched) error {
 	if len(done) == 0 {
 		return nil
 	}
-	logged, err := s.db.Stmt(ctx, tx, `INSERT INTO attempts
-		(event_id, destination, at, duration, code, error, body) VALUES (?, ?, ?, ?, ?, ?, ?)`)
+	ats := make([]int64, len(done))
+	for i, dn := range done {
+		if ats[i] = nanos(dn.Attempt.At); ats[i] == 0 {
+			ats[i] = now
+		}
+	}
+	if err := s.logAttempts(ctx, tx, done, ats); err != nil {
+		return err
+	}
+	// A delivery's first attempt in done ends its lease, so a second one
+	// finds it no longer leased: lost, as when it is recorded apart.
+	first := make(map[delivery]bool, len(done))
+	var updates []int
+	for i, dn := range done {
+		d := delivery{dn.Attempt.EventID, dn.Attempt.Destination}
+		if !first[d] {
+			first[d] = true
+			updates = append(updates, i)
+		}
+	}
+	updated, err := s.updateDeliveries(ctx, tx, owner, done, ats, updates)
 	if err != nil {
 		return err
 	}
-	defer logged.Close()
-	update, err := s.db.Stmt(ctx, tx, `UPDATE deliveries SET status = ?, attempts = attempts + 1,
-		next_attempt_at = ?, code = ?, error = ?, at = ?, lease_owner = '', lease_until = 0
-		WHERE event_id = ? AND destination = ? AND lease_owner = ? AND status = 'pending'
-		RETURNING source, order_key`)
-	if err != nil {
-		return err
-	}
-	defer update.Close()
-	settled := &settler{tx: tx, db: s.db}
-	defer settled.close()
-	for _, dn := range done {
-		a := dn.Attempt
-		at := nanos(a.At)
-		if at == 0 {
-			at = now
-		}
-		if _, err := logged.ExecContext(ctx, a.EventID, a.Destination, at, int64(a.Duration), a.Code, a.Error, a.Body); err != nil {
-			return err
-		}
-		var next int64
-		if dn.Status == inbox.DeliveryPending {
-			next = nanos(dn.NextAttemptAt)
-		}
-		var source, key string
-		err := update.QueryRowContext(ctx, string(dn.Status), next, a.Code, a.Error, at, a.EventID, a.Destination, owner).Scan(&source, &key)
-		if errors.Is(err, sql.ErrNoRows) {
-			out.Lost = append(out.Lost, a.EventID)
+	var ended []int64
+	for i, dn := range done {
+		d := delivery{dn.Attempt.EventID, dn.Attempt.Destination}
+		o, ok := updated[d]
+		if !ok || !first[d] {
+			out.Lost = append(out.Lost, d.id)
 			continue
 		}
-		if err != nil {
-			return err
-		}
-		if key != "" {
-			if err := s.releaseKey(ctx, tx, inbox.Lane{Source: source, Destination: a.Destination}, key, owner, dn); err != nil {
+		first[d] = false
+		if o.key != "" {
+			if err := s.releaseKey(ctx, tx, inbox.Lane{Source: o.source, Destination: d.dest}, o.key, owner, done[i]); err != nil {
 				return err
 			}
 		}
-		if dn.Status == inbox.DeliveryPending {
-			continue
+		if dn.Status != inbox.DeliveryPending && !slices.Contains(ended, d.id) {
+			ended = append(ended, d.id)
 		}
-		st, err := settled.settle(ctx, a.EventID, now)
+	}
+	settled, err := s.settle(ctx, tx, ended, now)
+	out.Settled = append(out.Settled, settled...)
+	return err
+}
+
+// delivery names one delivery: its event and destination.
+type delivery struct {
+	id   int64
+	dest string
+}
+
+// ordering is a delivery's lane source and order key, "" in a lane
+// without order.
+type ordering struct{ source, key string }
+
+// logAttempts adds done's attempts, made at ats, to the attempt log in
+// their order.
+func (s *Store) logAttempts(ctx context.Context, tx *sql.Tx, done []inbox.Done, ats []int64) error {
+	lo := 0
+	for _, k := range sqlitedb.Sizes(len(done)) {
+		args := make([]any, 0, 7*k)
+		for i := lo; i < lo+k; i++ {
+			a := done[i].Attempt
+			args = append(args, a.EventID, a.Destination, ats[i], int64(a.Duration), a.Code, a.Error, a.Body)
+		}
+		lo += k
+		logged, err := s.db.Stmt(ctx, tx, `INSERT INTO attempts (event_id, destination, at, duration, code, error, body)
+			VALUES `+sqlitedb.Rows("(?, ?, ?, ?, ?, ?, ?)", k))
 		if err != nil {
 			return err
 		}
-		if st != nil {
-			out.Settled = append(out.Settled, *st)
+		_, err = logged.ExecContext(ctx, args...)
+		logged.Close()
+		if err != nil {
+			return err
 		}
 	}
 	return nil
 }
 
-// settler settles events in one transaction, with statements taken from
-// the database's cache on first use.
-type settler struct {
-	tx         *sql.Tx
-	db         *sqlitedb.DB
-	count, end *sql.Stmt
-}
-
-func (s *settler) close() {
-	for _, st := range []*sql.Stmt{s.count, s.end} {
-		if st != nil {
-			st.Close()
+// updateDeliveries records the attempts done[i], for i in which (one per
+// delivery), on the deliveries owner still leases, and returns those it
+// updated.
+func (s *Store) updateDeliveries(ctx context.Context, tx *sql.Tx, owner string, done []inbox.Done, ats []int64, which []int) (map[delivery]ordering, error) {
+	updated := make(map[delivery]ordering, len(which))
+	lo := 0
+	for _, k := range sqlitedb.Sizes(len(which)) {
+		args := make([]any, 0, 7*k+1)
+		for _, i := range which[lo : lo+k] {
+			dn := done[i]
+			var next int64
+			if dn.Status == inbox.DeliveryPending {
+				next = nanos(dn.NextAttemptAt)
+			}
+			args = append(args, dn.Attempt.EventID, dn.Attempt.Destination, string(dn.Status), next, dn.Attempt.Code, dn.Attempt.Error, ats[i])
 		}
-	}
-}
-
-// settle finishes a delivering event none of whose deliveries is pending:
-// processed when none failed, dead otherwise, with each failed
-// destination's error. It returns nil when the event stays open.
-func (s *settler) settle(ctx context.Context, id, now int64) (*inbox.Settled, error) {
-	if s.count == nil {
-		var err error
-		if s.count, err = s.db.Stmt(ctx, s.tx, `SELECT
-				coalesce(sum(status = 'pending'), 0), coalesce(sum(status = 'failed'), 0),
-				group_concat(CASE WHEN status = 'failed' THEN destination || ': ' || error END, '; ')
-			FROM (SELECT status, destination, error FROM deliveries WHERE event_id = ? ORDER BY destination)`); err != nil {
+		lo += k
+		args = append(args, owner)
+		err := s.db.EachRow(ctx, tx, recordDeliveries(k), args, func(rows *sql.Rows) error {
+			var (
+				d delivery
+				o ordering
+			)
+			if err := rows.Scan(&d.id, &d.dest, &o.source, &o.key); err != nil {
+				return err
+			}
+			updated[d] = o
+			return nil
+		})
+		if err != nil {
 			return nil, err
 		}
-		if s.end, err = s.db.Stmt(ctx, s.tx, `UPDATE events SET status = ?, last_error = ?, processed_at = ?, dead_at = ?
-			WHERE id = ? AND status = 'delivering' RETURNING source`); err != nil {
-			return nil, err
-		}
 	}
-	var (
-		pending, failed int
-		reason          sql.NullString
-	)
-	err := s.count.QueryRowContext(ctx, id).Scan(&pending, &failed, &reason)
-	if err != nil || pending > 0 {
-		return nil, err
-	}
-	st := &inbox.Settled{ID: id, Status: inbox.StatusProcessed}
-	processed, dead := now, int64(0)
-	if failed > 0 {
-		st.Status, st.Error, processed, dead = inbox.StatusDead, reason.String, 0, now
-	}
-	err = s.end.QueryRowContext(ctx, string(st.Status), st.Error, processed, dead, id).Scan(&st.Source)
-	if err == sql.ErrNoRows {
+	return updated, nil
+}
+
+// recordDeliveries is the update of k deliveries by their attempts: the
+// rows are (event id, destination, status, next attempt, code, error,
+// at), and the last argument is the lease owner.
+func recordDeliveries(k int) string {
+	return `UPDATE deliveries SET status = d.column3, attempts = attempts + 1,
+		next_attempt_at = d.column4, code = d.column5, error = d.column6, at = d.column7, lease_owner = '', lease_until = 0
+		FROM (VALUES ` + sqlitedb.Rows("(?, ?, ?, ?, ?, ?, ?)", k) + `) AS d
+		WHERE event_id = d.column1 AND destination = d.column2 AND lease_owner = ? AND status = 'pending'
+		RETURNING event_id, destination, source, order_key`
+}
+
+// settleQuery finishes the delivering events of a JSON array of ids none
+// of whose deliveries is pending: processed when none failed, dead
+// otherwise, with each failed destination's error in destination order.
+// The arguments are the time twice, then the ids. "+status" keeps SQLite
+// from walking every delivering event by events_status: it looks each
+// event up by id.
+const settleQuery = `UPDATE events SET
+		status = CASE WHEN f.failed > 0 THEN 'dead' ELSE 'processed' END,
+		last_error = coalesce(f.reason, ''),
+		processed_at = CASE WHEN f.failed > 0 THEN 0 ELSE ? END,
+		dead_at = CASE WHEN f.failed > 0 THEN ? ELSE 0 END
+	FROM (SELECT event_id, sum(status = 'pending') AS pending, sum(status = 'failed') AS failed,
+			group_concat(CASE WHEN status = 'failed' THEN destination || ': ' || error END, '; ' ORDER BY destination) AS reason
+		FROM deliveries WHERE event_id IN (SELECT value FROM json_each(?)) GROUP BY event_id) AS f
+	WHERE id = f.event_id AND f.pending = 0 AND +status = 'delivering'
+	RETURNING id, source, status, last_error`
+
+// settle finishes the delivering events ids none of whose deliveries is
+// pending (settleQuery) and returns them in the order of ids; the others
+// stay open.
+func (s *Store) settle(ctx context.Context, tx *sql.Tx, ids []int64, now int64) ([]inbox.Settled, error) {
+	if len(ids) == 0 {
 		return nil, nil
 	}
-	return st, err
+	var out []inbox.Settled
+	err := s.db.EachRow(ctx, tx, settleQuery, []any{now, now, idList(ids)}, func(rows *sql.Rows) error {
+		var (
+			st     inbox.Settled
+			status string
+		)
+		if err := rows.Scan(&st.ID, &st.Source, &status, &st.Error); err != nil {
+			return err
+		}
+		st.Status = inbox.Status(status)
+		out = append(out, st)
+		return nil
+	})
+	slices.SortFunc(out, func(a, b inbox.Settled) int {
+		return cmp.Compare(slices.Index(ids, a.ID), slices.Index(ids, b.ID))
+	})
+	return out, err
 }
 
 // laneLease takes a lane's due deliveries. Its inner SELECT walks the

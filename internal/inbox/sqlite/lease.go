@@ -95,9 +95,11 @@ func (s *Store) Finish(ctx context.Context, owner string, results []inbox.Result
 			return err
 		}
 		defer open.Close()
-		settled := &settler{tx: tx, db: s.db}
-		defer settled.close()
 		now := s.now().UnixNano()
+		// unopened are the events none of whose deliveries was opened
+		// here (they all existed before): they may have nothing left to
+		// deliver. An event with a delivery opened here has it pending.
+		var unopened []int64
 		for _, r := range results {
 			status, next, processed, dead := r.Status, int64(0), int64(0), int64(0)
 			switch {
@@ -123,25 +125,31 @@ func (s *Store) Finish(ctx context.Context, owner string, results []inbox.Result
 			if status != inbox.StatusDelivering {
 				continue
 			}
+			opened := false
 			for _, d := range r.Destinations {
 				key := r.OrderKeys[d]
 				var source string
 				err := open.QueryRowContext(ctx, d, key, r.ID).Scan(&source)
-				if errors.Is(err, sql.ErrNoRows) || key == "" {
+				if errors.Is(err, sql.ErrNoRows) {
 					continue
 				}
 				if err != nil {
 					return err
 				}
+				opened = true
+				if key == "" {
+					continue
+				}
 				if err := openOrdered(ctx, tx, inbox.Lane{Source: source, Destination: d}, key, r.ID); err != nil {
 					return err
 				}
 			}
-			if _, err := settled.settle(ctx, r.ID, now); err != nil {
-				return err
+			if !opened {
+				unopened = append(unopened, r.ID)
 			}
 		}
-		return nil
+		_, err = s.settle(ctx, tx, unopened, now)
+		return err
 	})
 	if err != nil {
 		return err
