@@ -4,7 +4,7 @@ import (
 	"cmp"
 	"context"
 	"database/sql"
-	"errors"
+	"maps"
 	"slices"
 	"time"
 
@@ -79,72 +79,30 @@ func (s *Store) Finish(ctx context.Context, owner string, results []inbox.Result
 	var lost []int64
 	err := s.process(ctx, "finish", func(tx *sql.Tx) error {
 		lost = lost[:0]
-		end, err := s.db.Stmt(ctx, tx, `UPDATE events SET status = ?, next_attempt_at = ?,
-			last_error = ?, processed_at = ?, dead_at = ?, lease_owner = '', lease_until = 0
-			WHERE id = ? AND lease_owner = ?`)
-		if err != nil {
-			return err
-		}
-		defer end.Close()
-		open, err := s.db.Stmt(ctx, tx, `INSERT INTO deliveries
-			(event_id, destination, source, status, attempts, code, error, at, order_key, ord)
-			SELECT id, ?, source, 'pending', 0, 0, '', 0, ?, entity_order FROM events WHERE id = ?
-			ON CONFLICT (event_id, destination) DO NOTHING
-			RETURNING source`)
-		if err != nil {
-			return err
-		}
-		defer open.Close()
 		now := s.now().UnixNano()
-		// unopened are the events none of whose deliveries was opened
-		// here (they all existed before): they may have nothing left to
-		// deliver. An event with a delivery opened here has it pending.
-		var unopened []int64
+		ended, err := s.endLeases(ctx, tx, owner, results, now)
+		if err != nil {
+			return err
+		}
+		var delivering []inbox.Result
 		for _, r := range results {
-			status, next, processed, dead := r.Status, int64(0), int64(0), int64(0)
 			switch {
-			case r.Status == inbox.StatusRetry:
-				next = nanos(r.NextAttemptAt)
-			case r.Status == inbox.StatusProcessed && len(r.Destinations) > 0:
-				status = inbox.StatusDelivering
-			case r.Status == inbox.StatusProcessed:
-				processed = now
-			case r.Status == inbox.StatusDead:
-				dead = now
-			}
-			res, err := end.ExecContext(ctx, string(status), next, r.Error, processed, dead, r.ID, owner)
-			if err != nil {
-				return err
-			}
-			if n, err := res.RowsAffected(); err != nil {
-				return err
-			} else if n == 0 {
+			case !ended[r.ID]:
 				lost = append(lost, r.ID)
-				continue
+			case r.Status == inbox.StatusProcessed && len(r.Destinations) > 0:
+				delivering = append(delivering, r)
 			}
-			if status != inbox.StatusDelivering {
-				continue
-			}
-			opened := false
-			for _, d := range r.Destinations {
-				key := r.OrderKeys[d]
-				var source string
-				err := open.QueryRowContext(ctx, d, key, r.ID).Scan(&source)
-				if errors.Is(err, sql.ErrNoRows) {
-					continue
-				}
-				if err != nil {
-					return err
-				}
-				opened = true
-				if key == "" {
-					continue
-				}
-				if err := openOrdered(ctx, tx, inbox.Lane{Source: source, Destination: d}, key, r.ID); err != nil {
-					return err
-				}
-			}
-			if !opened {
+		}
+		opened, err := s.openDeliveries(ctx, tx, delivering)
+		if err != nil {
+			return err
+		}
+		// An event none of whose deliveries was opened here (they all
+		// existed before) may have nothing left to deliver; one with a
+		// delivery opened here has it pending.
+		var unopened []int64
+		for _, r := range delivering {
+			if !opened[r.ID] {
 				unopened = append(unopened, r.ID)
 			}
 		}
@@ -158,4 +116,109 @@ func (s *Store) Finish(ctx context.Context, owner string, results []inbox.Result
 		return &inbox.LostError{IDs: slices.Clone(lost)}
 	}
 	return nil
+}
+
+// endLeases records results on the events owner leases, and returns the
+// ids it recorded.
+func (s *Store) endLeases(ctx context.Context, tx *sql.Tx, owner string, results []inbox.Result, now int64) (map[int64]bool, error) {
+	rows := make([]any, 0, 6*len(results))
+	for _, r := range results {
+		status, next, processed, dead := r.Status, int64(0), int64(0), int64(0)
+		switch {
+		case r.Status == inbox.StatusRetry:
+			next = nanos(r.NextAttemptAt)
+		case r.Status == inbox.StatusProcessed && len(r.Destinations) > 0:
+			status = inbox.StatusDelivering
+		case r.Status == inbox.StatusProcessed:
+			processed = now
+		case r.Status == inbox.StatusDead:
+			dead = now
+		}
+		rows = append(rows, r.ID, string(status), next, r.Error, processed, dead)
+	}
+	ended := make(map[int64]bool, len(results))
+	lo := 0
+	for _, k := range sqlitedb.Sizes(len(results)) {
+		args := append(slices.Clip(rows[6*lo:6*(lo+k)]), owner)
+		lo += k
+		err := s.db.EachRow(ctx, tx, finishEvents(k), args, func(r *sql.Rows) error {
+			var id int64
+			err := r.Scan(&id)
+			ended[id] = true
+			return err
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	return ended, nil
+}
+
+// finishEvents records the results of k events: the rows are (id,
+// status, next attempt, error, processed at, dead at), and the last
+// argument is the lease owner.
+func finishEvents(k int) string {
+	return `UPDATE events SET status = d.column2, next_attempt_at = d.column3,
+		last_error = d.column4, processed_at = d.column5, dead_at = d.column6, lease_owner = '', lease_until = 0
+		FROM (VALUES ` + sqlitedb.Rows("(?, ?, ?, ?, ?, ?)", k) + `) AS d
+		WHERE id = d.column1 AND lease_owner = ? RETURNING id`
+}
+
+// openQuery opens k deliveries, of rows (event id, destination, order
+// key), that do not exist yet. "WHERE true" tells SQLite's parser that
+// ON CONFLICT is the upsert's, not the join's.
+func openQuery(k int) string {
+	return `INSERT INTO deliveries
+		(event_id, destination, source, status, attempts, code, error, at, order_key, ord)
+		SELECT e.id, d.column2, e.source, 'pending', 0, 0, '', 0, d.column3, e.entity_order
+		FROM (VALUES ` + sqlitedb.Rows("(?, ?, ?)", k) + `) AS d JOIN events e ON e.id = d.column1 WHERE true
+		ON CONFLICT (event_id, destination) DO NOTHING
+		RETURNING event_id, destination, source`
+}
+
+// openDeliveries opens a pending delivery for each destination of the
+// results that the event has not had yet, and the order of those with an
+// order key, and returns the events it opened one for.
+func (s *Store) openDeliveries(ctx context.Context, tx *sql.Tx, results []inbox.Result) (map[int64]bool, error) {
+	var rows []any
+	keys := map[delivery]string{}
+	for _, r := range results {
+		for _, d := range r.Destinations {
+			rows = append(rows, r.ID, d, r.OrderKeys[d])
+			keys[delivery{r.ID, d}] = r.OrderKeys[d]
+		}
+	}
+	opened := map[int64]bool{}
+	ordered := map[delivery]string{}
+	lo := 0
+	for _, k := range sqlitedb.Sizes(len(rows) / 3) {
+		args := rows[3*lo : 3*(lo+k)]
+		lo += k
+		err := s.db.EachRow(ctx, tx, openQuery(k), args, func(r *sql.Rows) error {
+			var (
+				d      delivery
+				source string
+			)
+			if err := r.Scan(&d.id, &d.dest, &source); err != nil {
+				return err
+			}
+			opened[d.id] = true
+			if keys[d] != "" {
+				ordered[d] = source
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	// The keys open in event id order.
+	for _, d := range slices.SortedFunc(maps.Keys(ordered), func(a, b delivery) int {
+		return cmp.Or(cmp.Compare(a.id, b.id), cmp.Compare(a.dest, b.dest))
+	}) {
+		if err := openOrdered(ctx, tx, inbox.Lane{Source: ordered[d], Destination: d.dest}, keys[d], d.id); err != nil {
+			return nil, err
+		}
+	}
+	return opened, nil
 }

@@ -38,6 +38,10 @@ func TestQueryPlans(t *testing.T) {
 		{"oldest delivering", oldestDelivering, nil, "USING COVERING INDEX events_status", ""},
 		{"record", recordDeliveries(2), []any{1, "a", "failed", 0, 0, "", 0, 2, "a", "delivered", 0, 0, "", 0, "w"},
 			"SCAN 2-ROW VALUES CLAUSE\nSEARCH deliveries USING PRIMARY KEY (event_id=? AND destination=?)", ""},
+		{"finish", finishEvents(2), []any{1, "processed", 0, "", 1, 0, 2, "dead", 0, "bad", 0, 1, "w"},
+			"SCAN 2-ROW VALUES CLAUSE\nSEARCH events USING INTEGER PRIMARY KEY", ""},
+		{"open", openQuery(2), []any{1, "a", "", 2, "a", "k"},
+			"SCAN 2-ROW VALUES CLAUSE\nSEARCH e USING INTEGER PRIMARY KEY", ""},
 		{"settle", settleQuery, []any{1, 1, "[1,2]"},
 			"SCAN f\nSEARCH events USING INTEGER PRIMARY KEY", "USE TEMP B-TREE FOR group_concat(ORDER BY)"},
 	}
