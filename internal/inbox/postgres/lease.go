@@ -79,7 +79,8 @@ const openDeliveries = `INSERT INTO inbox_deliveries (event_id, destination, sou
 	SELECT e.id, d.destination, e.source, 'pending', d.key, e.entity_order
 	FROM unnest($1::bigint[], $2::text[], $3::text[]) AS d(id, destination, key) JOIN inbox_events e ON e.id = d.id
 	ORDER BY e.id, d.destination
-	ON CONFLICT (event_id, destination) DO NOTHING`
+	ON CONFLICT (event_id, destination) DO NOTHING
+	RETURNING event_id`
 
 // Finish implements inbox.Store. A processed event with destinations
 // becomes delivering, with a pending delivery per destination it has not
@@ -161,7 +162,12 @@ func (s *Store) Finish(ctx context.Context, owner string, results []inbox.Result
 				ordered = ordered || pairKeys[i] != ""
 			}
 		}
-		if _, err := tx.Exec(ctx, openDeliveries, openIDs, openDests, openKeys); err != nil {
+		rows, err = tx.Query(ctx, openDeliveries, openIDs, openDests, openKeys)
+		if err != nil {
+			return err
+		}
+		opened, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+		if err != nil {
 			return err
 		}
 		if ordered {
@@ -172,7 +178,10 @@ func (s *Store) Finish(ctx context.Context, owner string, results []inbox.Result
 				return err
 			}
 		}
-		_, err = s.settle(ctx, tx, delivering)
+		// An event with a delivery opened here has it pending; one whose
+		// deliveries all existed before may have nothing left to deliver.
+		unopened := slices.DeleteFunc(delivering, func(id int64) bool { return slices.Contains(opened, id) })
+		_, err = s.settle(ctx, tx, unopened)
 		return err
 	})
 	if err != nil {
