@@ -59,6 +59,20 @@ type ParallelAcceptor interface {
 	AcceptWriters() int
 }
 
+// ApplyFinisher is implemented by backends that apply a batch and record
+// its results in one write transaction: a batch then costs one commit
+// instead of two, and on PostgreSQL one new version of each event's row.
+type ApplyFinisher interface {
+	// ApplyFinish applies events as Apply does, calls decide with their
+	// results in the order of events, and finishes the results decide
+	// returns as Finish does (they may name other events owner holds).
+	// When applying or decide fails, nothing is recorded and the error is
+	// returned; results for events owner no longer holds are not
+	// recorded, as with Finish, and the error is a *LostError naming them
+	// (their Apply results are recorded all the same).
+	ApplyFinish(ctx context.Context, owner string, events []Event, decide func([]Applied) ([]Result, error)) error
+}
+
 // OrderedDispatcher is implemented by backends that deliver per-key
 // order (order: entity on a destination). Every node's dispatcher of an
 // ordered lane calls it instead of Store.Dispatch.

@@ -77,9 +77,14 @@ func openTable(t *testing.T) *DB {
 
 // insertAsync writes row v in a Write of its own and reports its result.
 func insertAsync(db *DB, v int) <-chan error {
+	return insertAsyncCtx(context.Background(), db, v)
+}
+
+// insertAsyncCtx is insertAsync under ctx.
+func insertAsyncCtx(ctx context.Context, db *DB, v int) <-chan error {
 	done := make(chan error, 1)
 	go func() {
-		done <- db.Write(context.Background(), func(tx *sql.Tx) error {
+		done <- db.Write(ctx, func(tx *sql.Tx) error {
 			_, err := tx.Exec(`INSERT INTO t (v) VALUES (?)`, v)
 			return err
 		})

@@ -52,10 +52,18 @@ func (d *DB) write(ctx context.Context, fn func(*sql.Tx) error) (seq uint64, err
 }
 
 // run runs fn in tx, which began with err, and commits tx if fn succeeds.
+// A panic in fn rolls tx back on its way up: an open write transaction
+// would hold SQLite's lock from every later writer.
 func run(tx *sql.Tx, err error, fn func(*sql.Tx) error) error {
 	if err != nil {
 		return err
 	}
+	defer func() {
+		if r := recover(); r != nil {
+			tx.Rollback()
+			panic(r)
+		}
+	}()
 	if err := fn(tx); err != nil {
 		tx.Rollback()
 		return err

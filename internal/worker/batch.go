@@ -70,19 +70,80 @@ func (p *Pool) process(ctx context.Context, owner string) (n int, err error) {
 			todo = append(todo, j)
 		}
 	}
+	if af, ok := p.opts.Store.(inbox.ApplyFinisher); ok && len(todo) > 0 {
+		if done, err := p.applyFinish(ctx, owner, af, jobs, todo); done {
+			return len(events), err
+		}
+	}
 	p.apply(ctx, todo)
 	return len(events), p.finish(ctx, owner, jobs)
+}
+
+// applyFinish applies todo and records the outcomes of jobs in one write
+// of the store. It reports false, with nothing of it recorded, when that
+// write failed: the batch then takes the writes of apply, which applies
+// the events one by one when the batch cannot be, and of finish.
+func (p *Pool) applyFinish(ctx context.Context, owner string, af inbox.ApplyFinisher, jobs, todo []*job) (bool, error) {
+	events := make([]inbox.Event, len(todo))
+	for i, j := range todo {
+		events[i] = j.ev
+	}
+	var (
+		results []inbox.Result
+		reasons []string
+	)
+	err := storeApplyFinish(ctx, af, owner, events, func(applied []inbox.Applied) ([]inbox.Result, error) {
+		if len(applied) != len(todo) {
+			return nil, fmt.Errorf("store returned %d results for %d events", len(applied), len(todo))
+		}
+		for i, a := range applied {
+			todo[i].applied = a
+		}
+		results, reasons = p.outcomes(jobs)
+		return results, nil
+	})
+	var lost *inbox.LostError
+	if err != nil && !errors.As(err, &lost) {
+		p.opts.Logger.Warn("applying and finishing batch in one write failed; applying, then finishing", "events", len(jobs), "err", err)
+		return false, nil
+	}
+	return true, p.finished(jobs, results, reasons, err)
+}
+
+// storeApplyFinish calls the store's ApplyFinish; a panic there (the
+// store's or decide's, which the store's transaction rolls back on its
+// way up) comes back as an error.
+func storeApplyFinish(ctx context.Context, af inbox.ApplyFinisher, owner string, events []inbox.Event, decide func([]inbox.Applied) ([]inbox.Result, error)) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("panic: %v", r)
+		}
+	}()
+	return af.ApplyFinish(ctx, owner, events, decide)
 }
 
 // finish records the jobs' outcomes and then tells the observer of the
 // dead ones.
 func (p *Pool) finish(ctx context.Context, owner string, jobs []*job) error {
+	results, reasons := p.outcomes(jobs)
+	return p.finished(jobs, results, reasons, p.opts.Store.Finish(ctx, owner, results))
+}
+
+// outcomes are the results of jobs, and for the dead ones the reasons
+// (see outcome).
+func (p *Pool) outcomes(jobs []*job) ([]inbox.Result, []string) {
 	results := make([]inbox.Result, len(jobs))
 	reasons := make([]string, len(jobs))
 	for i, j := range jobs {
 		results[i], reasons[i] = p.outcome(j)
 	}
-	err := p.opts.Store.Finish(ctx, owner, results)
+	return results, reasons
+}
+
+// finished acts on the store's answer err to recording results: the lost
+// events are counted, the dead ones told to the observer and the lanes of
+// the delivering ones woken.
+func (p *Pool) finished(jobs []*job, results []inbox.Result, reasons []string, err error) error {
 	var lost *inbox.LostError
 	switch {
 	case errors.As(err, &lost):

@@ -515,7 +515,8 @@ func TestPanickingObserverChangesNothing(t *testing.T) {
 	}
 }
 
-// failingStore fails or panics in Apply for batches holding event "bad".
+// failingStore fails or panics in Apply and ApplyFinish for batches
+// holding event "bad".
 type failingStore struct {
 	inbox.Store
 	panics bool
@@ -525,13 +526,28 @@ type failingStore struct {
 var errApply = errors.New("constraint failed")
 
 func (s *failingStore) Apply(ctx context.Context, events []inbox.Event) ([]inbox.Applied, error) {
+	if err := s.fail(events); err != nil {
+		return nil, err
+	}
+	return s.Store.Apply(ctx, events)
+}
+
+func (s *failingStore) ApplyFinish(ctx context.Context, owner string, events []inbox.Event, decide func([]inbox.Applied) ([]inbox.Result, error)) error {
+	if err := s.fail(events); err != nil {
+		return err
+	}
+	return s.Store.(inbox.ApplyFinisher).ApplyFinish(ctx, owner, events, decide)
+}
+
+// fail fails or panics for a batch holding "bad" until off.
+func (s *failingStore) fail(events []inbox.Event) error {
 	if !s.off.Load() && slices.ContainsFunc(events, func(e inbox.Event) bool { return e.EventID == "bad" }) {
 		if s.panics {
 			panic("apply exploded")
 		}
-		return nil, errApply
+		return errApply
 	}
-	return s.Store.Apply(ctx, events)
+	return nil
 }
 
 func TestApplyFailureFailsAlone(t *testing.T) {

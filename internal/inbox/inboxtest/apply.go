@@ -1,8 +1,11 @@
 package inboxtest
 
 import (
+	"errors"
+	"slices"
 	"time"
 
+	"github.com/hookgate/hookgate/dedupe"
 	"github.com/hookgate/hookgate/internal/inbox"
 )
 
@@ -174,4 +177,110 @@ func testApplySeparateEntities(b *bundle) {
 func testEntityUnknown(b *bundle) {
 	_, err := b.store.Entity(b.ctx, "acme", "charge", "ch_none")
 	notFound(b.t, "Entity of an unknown id", err)
+}
+
+// applyFinisher is the store's ApplyFinish; a case skips a store without
+// it.
+func (b *bundle) applyFinisher() inbox.ApplyFinisher {
+	b.t.Helper()
+	af, ok := b.store.(inbox.ApplyFinisher)
+	if !ok {
+		b.t.Skip("the store applies and finishes in writes of their own")
+	}
+	return af
+}
+
+// testApplyFinish applies a leased batch and finishes it in one call:
+// decide sees Apply's results in the batch's order, and the results it
+// returns, for events applied or not, are recorded as Finish records
+// them.
+func testApplyFinish(b *bundle) {
+	af := b.applyFinisher()
+	ids := b.add(item("open", entity("ch_1", 10, "open")), item("paid", entity("ch_1", 20, "paid")),
+		item("other", entity("ch_2", 10, "open")), item("invalid"))
+	evs := b.lease("w", len(ids))
+	var seen []inbox.Applied
+	err := af.ApplyFinish(b.ctx, "w", evs[:3], func(applied []inbox.Applied) ([]inbox.Result, error) {
+		seen = applied
+		return []inbox.Result{
+			{ID: ids[0], Status: inbox.StatusProcessed},
+			{ID: ids[1], Status: inbox.StatusProcessed, Destinations: []string{"app"}},
+			{ID: ids[2], Status: inbox.StatusRetry, NextAttemptAt: b.clock.Now().Add(time.Minute), Error: "busy"},
+			{ID: ids[3], Status: inbox.StatusDead, Error: "invalid"},
+		}, nil
+	})
+	if err != nil {
+		b.t.Fatalf("ApplyFinish: %v", err)
+	}
+	want := []inbox.Applied{
+		{Outcome: inbox.ApplyApplied, To: "open", Transition: true},
+		{Outcome: inbox.ApplyApplied, From: "open", To: "paid", Transition: true},
+		{Outcome: inbox.ApplyApplied, To: "open", Transition: true},
+	}
+	if !slices.Equal(seen, want) {
+		b.t.Errorf("decide saw %+v, want %+v", seen, want)
+	}
+	for i, st := range []inbox.Status{inbox.StatusProcessed, inbox.StatusDelivering, inbox.StatusRetry, inbox.StatusDead} {
+		b.status(ids[i], st)
+	}
+	for i, w := range want {
+		if got := b.get(ids[i]).Applied; got == nil || *got != w {
+			b.t.Errorf("recorded result of event %d: %+v, want %+v", ids[i], got, w)
+		}
+	}
+	if d := b.deliveries(ids[1])[ids[1]]["app"]; d.Status != inbox.DeliveryPending {
+		b.t.Errorf("delivery of the event for app: %+v, want pending", d)
+	}
+	b.entityAt("ch_1", "paid", 20, ids[1])
+}
+
+// testApplyFinishLost finishes, as the owner of an expired lease, a batch
+// of which another worker took one event over: that event's result is
+// not recorded and is named lost, but its Apply result is, so that the
+// worker now holding it reads the same result.
+func testApplyFinishLost(b *bundle) {
+	af := b.applyFinisher()
+	ids := b.add(item("a", entity("ch_1", 10, "open")), item("b", entity("ch_2", 10, "open")))
+	evs := b.lease("w1", 2)
+	b.clock.Advance(lease)
+	if got := b.leaseIDs("w2", 1); !slices.Equal(got, ids[:1]) {
+		b.t.Fatalf("w2 leased %v, want %v", got, ids[:1])
+	}
+	err := af.ApplyFinish(b.ctx, "w1", evs, func(applied []inbox.Applied) ([]inbox.Result, error) {
+		return []inbox.Result{{ID: ids[0], Status: inbox.StatusProcessed}, {ID: ids[1], Status: inbox.StatusProcessed}}, nil
+	})
+	var lost *inbox.LostError
+	if !errors.As(err, &lost) || !slices.Equal(lost.IDs, ids[:1]) {
+		b.t.Fatalf("ApplyFinish by w1: %v, want a LostError naming %d", err, ids[0])
+	}
+	b.status(ids[0], inbox.StatusReceived)
+	b.status(ids[1], inbox.StatusProcessed)
+	first := inbox.Applied{Outcome: inbox.ApplyApplied, To: "open", Transition: true}
+	for _, id := range ids {
+		if got := b.get(id).Applied; got == nil || *got != first {
+			b.t.Errorf("recorded result of event %d: %+v, want %+v", id, got, first)
+		}
+	}
+	b.finish("w2", inbox.Result{ID: ids[0], Status: inbox.StatusProcessed})
+}
+
+// testApplyFinishFails: when decide fails, nothing of the batch is
+// recorded, the error is the caller's (not the store being unavailable),
+// and the events stay leased.
+func testApplyFinishFails(b *bundle) {
+	af := b.applyFinisher()
+	ids := b.add(item("a", entity("ch_1", 10, "open")))
+	evs := b.lease("w", 1)
+	boom := errors.New("boom")
+	err := af.ApplyFinish(b.ctx, "w", evs, func([]inbox.Applied) ([]inbox.Result, error) { return nil, boom })
+	if !errors.Is(err, boom) || errors.Is(err, dedupe.ErrUnavailable) {
+		b.t.Fatalf("ApplyFinish with a failing decide: %v, want its error, not the store's", err)
+	}
+	if got := b.get(ids[0]).Applied; got != nil {
+		b.t.Errorf("a failed ApplyFinish recorded %+v", got)
+	}
+	if _, err := b.store.Entity(b.ctx, "acme", "charge", "ch_1"); !errors.Is(err, inbox.ErrNotFound) {
+		b.t.Errorf("a failed ApplyFinish wrote the entity: %v", err)
+	}
+	b.finish("w", inbox.Result{ID: ids[0], Status: inbox.StatusProcessed})
 }

@@ -33,20 +33,11 @@ func (s *Store) Apply(ctx context.Context, events []inbox.Event) ([]inbox.Applie
 	}
 	var out []inbox.Applied
 	err := s.tx(ctx, "apply", func(tx pgx.Tx) error {
-		stored, err := readApplyRows(ctx, tx, ids)
-		if err != nil {
-			return err
-		}
-		heads, err := inbox.HeadsToRead(ids, stored)
-		if err != nil {
-			return inbox.CallerError{Err: err}
-		}
-		if err := readHeads(ctx, tx, heads); err != nil {
-			return err
-		}
-		var rec records
-		out = inbox.DecideAll(ids, stored, heads, rec.add)
-		if err := writeHeads(ctx, tx, s.clock(), heads); err != nil {
+		var (
+			rec records
+			err error
+		)
+		if out, err = s.apply(ctx, tx, ids, &rec); err != nil {
 			return err
 		}
 		return rec.save(ctx, tx)
@@ -55,6 +46,60 @@ func (s *Store) Apply(ctx context.Context, events []inbox.Event) ([]inbox.Applie
 		return nil, err
 	}
 	return out, nil
+}
+
+// ApplyFinish implements inbox.ApplyFinisher: the results of Apply are
+// recorded by the statement that finishes the events.
+func (s *Store) ApplyFinish(ctx context.Context, owner string, events []inbox.Event, decide func([]inbox.Applied) ([]inbox.Result, error)) error {
+	if err := inbox.CheckLease(owner); err != nil {
+		return err
+	}
+	ids := make([]int64, len(events))
+	for i := range events {
+		ids[i] = events[i].ID
+	}
+	var lost []int64
+	err := s.tx(ctx, "apply and finish", func(tx pgx.Tx) error {
+		var rec records
+		applied, err := s.apply(ctx, tx, ids, &rec)
+		if err != nil {
+			return err
+		}
+		results, err := decide(applied)
+		if err == nil {
+			err = inbox.CheckFinish(owner, results)
+		}
+		if err != nil {
+			return inbox.CallerError{Err: err}
+		}
+		lost, err = s.finish(ctx, tx, owner, results, &rec)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	if len(lost) > 0 {
+		return &inbox.LostError{IDs: lost}
+	}
+	return nil
+}
+
+// apply applies the events ids in tx (see Apply), writes the entities it
+// moved on, and adds the results to record to rec.
+func (s *Store) apply(ctx context.Context, tx pgx.Tx, ids []int64, rec *records) ([]inbox.Applied, error) {
+	stored, err := readApplyRows(ctx, tx, ids)
+	if err != nil {
+		return nil, err
+	}
+	heads, err := inbox.HeadsToRead(ids, stored)
+	if err != nil {
+		return nil, inbox.CallerError{Err: err}
+	}
+	if err := readHeads(ctx, tx, heads); err != nil {
+		return nil, err
+	}
+	out := inbox.DecideAll(ids, stored, heads, rec.add)
+	return out, writeHeads(ctx, tx, s.clock(), heads)
 }
 
 // readApplyRows reads the entity fields and recorded results of ids,
@@ -168,6 +213,18 @@ type records struct {
 func (r *records) add(id int64, a inbox.Applied) {
 	r.ids, r.outcomes, r.froms, r.tos = append(r.ids, id), append(r.outcomes, string(a.Outcome)), append(r.froms, a.From), append(r.tos, a.To)
 	r.transitions, r.ties = append(r.transitions, a.Transition), append(r.ties, a.Tie)
+}
+
+// without returns the results of the events not in ids.
+func (r *records) without(ids map[int64]bool) *records {
+	var out records
+	for i, id := range r.ids {
+		if !ids[id] {
+			out.ids, out.outcomes, out.froms, out.tos = append(out.ids, id), append(out.outcomes, r.outcomes[i]), append(out.froms, r.froms[i]), append(out.tos, r.tos[i])
+			out.transitions, out.ties = append(out.transitions, r.transitions[i]), append(out.ties, r.ties[i])
+		}
+	}
+	return &out
 }
 
 // save records the results in one statement.

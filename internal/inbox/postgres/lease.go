@@ -56,7 +56,26 @@ func (s *Store) Lease(ctx context.Context, owner string, n int, d time.Duration)
 // held locks them in id order, so two transactions finishing overlapping
 // events wait for each other instead of deadlocking, and it keeps each
 // one's status before the update for the counts.
-const finishQuery = `WITH clock AS (SELECT coalesce($1::timestamptz, now()) AS now),
+const finishQuery = finishWith + finishSet + `
+FROM r JOIN held ON held.id = r.id, clock
+WHERE e.id = r.id
+RETURNING e.id, e.source, held.status`
+
+// finishApplyQuery is finishQuery that also records Apply's results, one
+// element of $7..$12 per event ([records]), on the events it finishes: an
+// event's row gets one new version for both.
+const finishApplyQuery = finishWith + `, a AS (
+	SELECT * FROM unnest($7::bigint[], $8::text[], $9::text[], $10::text[], $11::boolean[], $12::boolean[])
+	AS a(id, outcome, from_state, to_state, transition, tie)
+)` + finishSet + `,
+	apply_outcome = coalesce(a.outcome, e.apply_outcome), apply_from = coalesce(a.from_state, e.apply_from),
+	apply_to = coalesce(a.to_state, e.apply_to), apply_transition = coalesce(a.transition, e.apply_transition),
+	apply_tie = coalesce(a.tie, e.apply_tie)
+FROM r JOIN held ON held.id = r.id LEFT JOIN a ON a.id = r.id, clock
+WHERE e.id = r.id
+RETURNING e.id, e.source, held.status`
+
+const finishWith = `WITH clock AS (SELECT coalesce($1::timestamptz, now()) AS now),
 r AS (
 	SELECT * FROM unnest($3::bigint[], $4::text[], $5::timestamptz[], $6::text[])
 	AS r(id, status, next_attempt_at, last_error)
@@ -64,14 +83,13 @@ r AS (
 	SELECT id, status FROM inbox_events
 	WHERE id = ANY($3) AND lease_owner = $2
 	ORDER BY id FOR UPDATE
-)
+)`
+
+const finishSet = `
 UPDATE inbox_events e SET status = r.status, next_attempt_at = r.next_attempt_at, last_error = r.last_error,
 	processed_at = CASE WHEN r.status = 'processed' THEN clock.now ELSE '-infinity' END,
 	dead_at = CASE WHEN r.status = 'dead' THEN clock.now ELSE '-infinity' END,
-	lease_owner = '', lease_until = '-infinity'
-FROM r JOIN held ON held.id = r.id, clock
-WHERE e.id = r.id
-RETURNING e.id, e.source, held.status`
+	lease_owner = '', lease_until = '-infinity'`
 
 // openDeliveries gives each (event, destination) pair a pending delivery,
 // unless it has one: a delivery already made by an earlier run stays.
@@ -94,6 +112,24 @@ func (s *Store) Finish(ctx context.Context, owner string, results []inbox.Result
 	if len(results) == 0 {
 		return nil
 	}
+	var lost []int64
+	err := s.tx(ctx, "finish", func(tx pgx.Tx) error {
+		var err error
+		lost, err = s.finish(ctx, tx, owner, results, nil)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	if len(lost) > 0 {
+		return &inbox.LostError{IDs: lost}
+	}
+	return nil
+}
+
+// finish records results in tx (see Finish), and rec, Apply's results to
+// record, when not nil; it returns the events owner no longer holds.
+func (s *Store) finish(ctx context.Context, tx pgx.Tx, owner string, results []inbox.Result, rec *records) ([]int64, error) {
 	n := len(results)
 	ids, statuses, nexts, errs := make([]int64, n), make([]string, n), make([]pgtype.Timestamptz, n), make([]string, n)
 	var pairIDs []int64
@@ -113,84 +149,85 @@ func (s *Store) Finish(ctx context.Context, owner string, results []inbox.Result
 		ids[i], statuses[i], nexts[i], errs[i] = r.ID, string(st), ts(next), text(r.Error)
 		status[r.ID] = st
 	}
-	var lost []int64
-	err := s.tx(ctx, "finish", func(tx pgx.Tx) error {
-		lost = lost[:0]
-		rows, err := tx.Query(ctx, finishQuery, s.clock(), owner, ids, statuses, nexts, errs)
-		if err != nil {
-			return err
-		}
-		moves := counts{}
-		ended := map[int64]bool{}
-		var delivering []int64
-		for rows.Next() {
-			var (
-				id          int64
-				source, was string
-			)
-			if err := rows.Scan(&id, &source, &was); err != nil {
-				rows.Close()
-				return err
-			}
-			ended[id] = true
-			moves.move(source, inbox.Status(was), status[id])
-			if status[id] == inbox.StatusDelivering {
-				delivering = append(delivering, id)
-			}
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
-			return err
-		}
-		for _, id := range ids {
-			if !ended[id] {
-				lost = append(lost, id)
-			}
-		}
-		if err := moves.save(ctx, tx); err != nil {
-			return err
-		}
-		if len(delivering) == 0 {
-			return nil
-		}
-		var openIDs []int64
-		var openDests, openKeys []string
-		ordered := false
-		for i, id := range pairIDs {
-			if ended[id] {
-				openIDs, openDests, openKeys = append(openIDs, id), append(openDests, pairDests[i]), append(openKeys, pairKeys[i])
-				ordered = ordered || pairKeys[i] != ""
-			}
-		}
-		rows, err = tx.Query(ctx, openDeliveries, openIDs, openDests, openKeys)
-		if err != nil {
-			return err
-		}
-		opened, err := pgx.CollectRows(rows, pgx.RowTo[int64])
-		if err != nil {
-			return err
-		}
-		if ordered {
-			if _, err := tx.Exec(ctx, openKeysQuery, openIDs, openDests, openKeys); err != nil {
-				return err
-			}
-			if _, err := tx.Exec(ctx, unblockKeys, openIDs, openDests, openKeys); err != nil {
-				return err
-			}
-		}
-		// An event with a delivery opened here has it pending; one whose
-		// deliveries all existed before may have nothing left to deliver.
-		unopened := slices.DeleteFunc(delivering, func(id int64) bool { return slices.Contains(opened, id) })
-		_, err = s.settle(ctx, tx, unopened)
-		return err
-	})
+	query, args := finishQuery, []any{s.clock(), owner, ids, statuses, nexts, errs}
+	if rec != nil {
+		query, args = finishApplyQuery, append(args, rec.ids, rec.outcomes, rec.froms, rec.tos, rec.transitions, rec.ties)
+	}
+	rows, err := tx.Query(ctx, query, args...)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	if len(lost) > 0 {
-		return &inbox.LostError{IDs: slices.Clone(lost)}
+	moves := counts{}
+	ended := map[int64]bool{}
+	var delivering []int64
+	for rows.Next() {
+		var (
+			id          int64
+			source, was string
+		)
+		if err := rows.Scan(&id, &source, &was); err != nil {
+			rows.Close()
+			return nil, err
+		}
+		ended[id] = true
+		moves.move(source, inbox.Status(was), status[id])
+		if status[id] == inbox.StatusDelivering {
+			delivering = append(delivering, id)
+		}
 	}
-	return nil
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	var lost []int64
+	for _, id := range ids {
+		if !ended[id] {
+			lost = append(lost, id)
+		}
+	}
+	if rec != nil {
+		// The results of events this did not finish are recorded apart:
+		// a worker that takes a lost event over reads them.
+		if err := rec.without(ended).save(ctx, tx); err != nil {
+			return nil, err
+		}
+	}
+	if err := moves.save(ctx, tx); err != nil {
+		return nil, err
+	}
+	if len(delivering) == 0 {
+		return lost, nil
+	}
+	var openIDs []int64
+	var openDests, openKeys []string
+	ordered := false
+	for i, id := range pairIDs {
+		if ended[id] {
+			openIDs, openDests, openKeys = append(openIDs, id), append(openDests, pairDests[i]), append(openKeys, pairKeys[i])
+			ordered = ordered || pairKeys[i] != ""
+		}
+	}
+	rows, err = tx.Query(ctx, openDeliveries, openIDs, openDests, openKeys)
+	if err != nil {
+		return nil, err
+	}
+	opened, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+	if err != nil {
+		return nil, err
+	}
+	if ordered {
+		if _, err := tx.Exec(ctx, openKeysQuery, openIDs, openDests, openKeys); err != nil {
+			return nil, err
+		}
+		if _, err := tx.Exec(ctx, unblockKeys, openIDs, openDests, openKeys); err != nil {
+			return nil, err
+		}
+	}
+	// An event with a delivery opened here has it pending; one whose
+	// deliveries all existed before may have nothing left to deliver.
+	unopened := slices.DeleteFunc(delivering, func(id int64) bool { return slices.Contains(opened, id) })
+	_, err = s.settle(ctx, tx, unopened)
+	return lost, err
 }
 
 // settleQuery finishes the delivering events among $2 none of whose

@@ -25,41 +25,82 @@ func (s *Store) Apply(ctx context.Context, events []inbox.Event) ([]inbox.Applie
 	}
 	var out []inbox.Applied
 	err := s.process(ctx, "apply", func(tx *sql.Tx) error {
-		stored, err := s.readApplyRows(ctx, tx, ids)
-		if err != nil {
-			return err
-		}
-		heads, err := inbox.HeadsToRead(ids, stored)
-		if err != nil {
-			return inbox.CallerError{Err: err}
-		}
-		if err := s.readHeads(ctx, tx, heads); err != nil {
-			return err
-		}
-		type result struct {
-			id int64
-			a  inbox.Applied
-		}
-		var results []result
-		out = inbox.DecideAll(ids, stored, heads, func(id int64, a inbox.Applied) { results = append(results, result{id, a}) })
-		if err := s.writeHeads(ctx, tx, heads); err != nil {
-			return err
-		}
-		record, err := s.db.Stmt(ctx, tx, `UPDATE events SET apply_outcome = ?, apply_from = ?,
-			apply_to = ?, apply_transition = ?, apply_tie = ? WHERE id = ?`)
-		if err != nil {
-			return err
-		}
-		defer record.Close()
-		for _, r := range results {
-			if _, err := record.ExecContext(ctx, string(r.a.Outcome), r.a.From, r.a.To, r.a.Transition, r.a.Tie, r.id); err != nil {
-				return err
-			}
-		}
-		return nil
+		var err error
+		out, err = s.apply(ctx, tx, ids)
+		return err
 	})
 	if err != nil {
 		return nil, err
+	}
+	return out, nil
+}
+
+// ApplyFinish implements inbox.ApplyFinisher.
+func (s *Store) ApplyFinish(ctx context.Context, owner string, events []inbox.Event, decide func([]inbox.Applied) ([]inbox.Result, error)) error {
+	if err := inbox.CheckLease(owner); err != nil {
+		return err
+	}
+	ids := make([]int64, len(events))
+	for i := range events {
+		ids[i] = events[i].ID
+	}
+	var lost []int64
+	err := s.process(ctx, "apply and finish", func(tx *sql.Tx) error {
+		applied, err := s.apply(ctx, tx, ids)
+		if err != nil {
+			return err
+		}
+		results, err := decide(applied)
+		if err == nil {
+			err = inbox.CheckFinish(owner, results)
+		}
+		if err != nil {
+			return inbox.CallerError{Err: err}
+		}
+		lost, err = s.finish(ctx, tx, owner, results)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	if len(lost) > 0 {
+		return &inbox.LostError{IDs: lost}
+	}
+	return nil
+}
+
+// apply applies the events ids in tx (see Apply).
+func (s *Store) apply(ctx context.Context, tx *sql.Tx, ids []int64) ([]inbox.Applied, error) {
+	stored, err := s.readApplyRows(ctx, tx, ids)
+	if err != nil {
+		return nil, err
+	}
+	heads, err := inbox.HeadsToRead(ids, stored)
+	if err != nil {
+		return nil, inbox.CallerError{Err: err}
+	}
+	if err := s.readHeads(ctx, tx, heads); err != nil {
+		return nil, err
+	}
+	type result struct {
+		id int64
+		a  inbox.Applied
+	}
+	var results []result
+	out := inbox.DecideAll(ids, stored, heads, func(id int64, a inbox.Applied) { results = append(results, result{id, a}) })
+	if err := s.writeHeads(ctx, tx, heads); err != nil {
+		return nil, err
+	}
+	record, err := s.db.Stmt(ctx, tx, `UPDATE events SET apply_outcome = ?, apply_from = ?,
+		apply_to = ?, apply_transition = ?, apply_tie = ? WHERE id = ?`)
+	if err != nil {
+		return nil, err
+	}
+	defer record.Close()
+	for _, r := range results {
+		if _, err := record.ExecContext(ctx, string(r.a.Outcome), r.a.From, r.a.To, r.a.Transition, r.a.Tie, r.id); err != nil {
+			return nil, err
+		}
 	}
 	return out, nil
 }

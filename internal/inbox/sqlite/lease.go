@@ -78,44 +78,52 @@ func (s *Store) Finish(ctx context.Context, owner string, results []inbox.Result
 	}
 	var lost []int64
 	err := s.process(ctx, "finish", func(tx *sql.Tx) error {
-		lost = lost[:0]
-		now := s.now().UnixNano()
-		ended, err := s.endLeases(ctx, tx, owner, results, now)
-		if err != nil {
-			return err
-		}
-		var delivering []inbox.Result
-		for _, r := range results {
-			switch {
-			case !ended[r.ID]:
-				lost = append(lost, r.ID)
-			case r.Status == inbox.StatusProcessed && len(r.Destinations) > 0:
-				delivering = append(delivering, r)
-			}
-		}
-		opened, err := s.openDeliveries(ctx, tx, delivering)
-		if err != nil {
-			return err
-		}
-		// An event none of whose deliveries was opened here (they all
-		// existed before) may have nothing left to deliver; one with a
-		// delivery opened here has it pending.
-		var unopened []int64
-		for _, r := range delivering {
-			if !opened[r.ID] {
-				unopened = append(unopened, r.ID)
-			}
-		}
-		_, err = s.settle(ctx, tx, unopened, now)
+		var err error
+		lost, err = s.finish(ctx, tx, owner, results)
 		return err
 	})
 	if err != nil {
 		return err
 	}
 	if len(lost) > 0 {
-		return &inbox.LostError{IDs: slices.Clone(lost)}
+		return &inbox.LostError{IDs: lost}
 	}
 	return nil
+}
+
+// finish records results in tx (see Finish) and returns the events owner
+// no longer holds.
+func (s *Store) finish(ctx context.Context, tx *sql.Tx, owner string, results []inbox.Result) ([]int64, error) {
+	now := s.now().UnixNano()
+	ended, err := s.endLeases(ctx, tx, owner, results, now)
+	if err != nil {
+		return nil, err
+	}
+	var lost []int64
+	var delivering []inbox.Result
+	for _, r := range results {
+		switch {
+		case !ended[r.ID]:
+			lost = append(lost, r.ID)
+		case r.Status == inbox.StatusProcessed && len(r.Destinations) > 0:
+			delivering = append(delivering, r)
+		}
+	}
+	opened, err := s.openDeliveries(ctx, tx, delivering)
+	if err != nil {
+		return nil, err
+	}
+	// An event none of whose deliveries was opened here (they all existed
+	// before) may have nothing left to deliver; one with a delivery
+	// opened here has it pending.
+	var unopened []int64
+	for _, r := range delivering {
+		if !opened[r.ID] {
+			unopened = append(unopened, r.ID)
+		}
+	}
+	_, err = s.settle(ctx, tx, unopened, now)
+	return lost, err
 }
 
 // endLeases records results on the events owner leases, and returns the
