@@ -83,7 +83,8 @@ func (e *Engine) conditions(ctx context.Context, stats inbox.Stats, now time.Tim
 // started) first: the destination is back when the newest succeeded, and
 // failing while the newest failed_attempts of them failed. The stored
 // state alone opens an incident only while no attempt on record
-// succeeded.
+// succeeded; when the attempts cannot be read, the incident stays open
+// or closed as it is.
 func (e *Engine) failing(ctx context.Context, l inbox.LaneState, isOpen bool) bool {
 	threshold := e.opts.Alerts.FailedAttempts
 	stored := l.State == inbox.LanePaused || l.Failures >= threshold
@@ -95,7 +96,13 @@ func (e *Engine) failing(ctx context.Context, l inbox.LaneState, isOpen bool) bo
 		return stored
 	}
 	recent, err := log.RecentAttempts(ctx, l.Destination, recentAttempts)
-	if err != nil || len(recent) == 0 {
+	switch {
+	case err != nil:
+		// The state stored may be a node's view from before the
+		// destination came back: without the attempts to decide, the
+		// incident stays as it is.
+		return isOpen
+	case len(recent) == 0:
 		return stored
 	}
 	slices.SortStableFunc(recent, func(x, y inbox.Attempt) int { return y.At.Compare(x.At) })

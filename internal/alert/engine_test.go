@@ -2,6 +2,7 @@ package alert_test
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"testing"
 	"time"
@@ -341,6 +342,41 @@ func (o otherNodeRecovers) RecentAttempts(ctx context.Context, destination strin
 	recent, err := o.Store.RecentAttempts(ctx, destination, limit)
 	o.recover()
 	return recent, err
+}
+
+// attemptsUnread is a node whose reads of the attempt log fail.
+type attemptsUnread struct{ *sqlite.Store }
+
+func (attemptsUnread) RecentAttempts(context.Context, string, int) ([]inbox.Attempt, error) {
+	return nil, errors.New("attempt log: statement timed out")
+}
+
+// A check that cannot read the attempt log leaves the destination's
+// incident as it is: the paused state a node stored while the destination
+// was down does not open it again once the destination is back, nor does
+// it end an open one.
+func TestUnreadAttemptsChangeNothing(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	lane := b.failingOpened(t, 3)
+	a := slackAlerts()
+	other, err := alert.New(alert.Options{Store: attemptsUnread{b.store}, Incidents: b.store, Alerts: a,
+		Senders: map[string]alert.Sender{"ops-slack": b.slack}, Now: b.clock.Now, Owner: "other",
+		Registry: prometheus.NewRegistry()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	other.Check(t.Context())
+	if open, err := b.store.ListIncidents(t.Context(), false, 10); err != nil || len(open) != 1 {
+		t.Errorf("open incidents %+v (%v) after a check that could not read the attempts, want the one", open, err)
+	}
+	b.clock.Advance(time.Second)
+	inboxfill.Attempt(t, b.store, lane, inbox.Attempt{EventID: 1, At: b.clock.Now(), Code: 200},
+		inbox.DeliveryDelivered, time.Time{})
+	b.check(t)
+	other.Check(t.Context())
+	b.engine.SendDue(t.Context())
+	equal(t, b.slack.changes(), "destination.failing opened", "destination.recovered resolved")
 }
 
 // A check that read the incident open and the destination failing, while
