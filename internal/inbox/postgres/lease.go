@@ -267,6 +267,9 @@ RETURNING e.id, e.source, e.status, e.last_error`
 // each would see the other's delivery still pending and the event would
 // stay delivering.
 func (s *Store) settle(ctx context.Context, tx pgx.Tx, ids []int64) ([]inbox.Settled, error) {
+	if len(ids) == 0 {
+		return nil, nil
+	}
 	rows, err := tx.Query(ctx, settleQuery, s.clock(), ids)
 	if err != nil {
 		return nil, err
