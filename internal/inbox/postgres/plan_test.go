@@ -227,6 +227,8 @@ func testGenericPlans(t *testing.T, url string) {
 			ARRAY[''], ARRAY[''], ARRAY[1]::bigint[], ARRAY[''], ARRAY[''::bytea], ARRAY['{}'::json]`},
 		{"lease", leaseQuery, now + ", 'w', 1000, 10"},
 		{"finish", finishQuery, now + ", 'w', ARRAY[5]::bigint[], ARRAY['processed'], " + none + ", ARRAY['']"},
+		{"finish and record", finishApplyQuery, now + ", 'w', ARRAY[5]::bigint[], ARRAY['processed'], " + none + `, ARRAY[''],
+			ARRAY[5]::bigint[], ARRAY['none'], ARRAY[''], ARRAY[''], ARRAY[false], ARRAY[false]`},
 		{"open deliveries", openDeliveries, "ARRAY[5]::bigint[], ARRAY['app'], ARRAY['']"},
 		{"open keys", openKeysQuery, "ARRAY[5]::bigint[], ARRAY['app'], ARRAY['k']"},
 		{"unblock keys", unblockKeys, "ARRAY[5]::bigint[], ARRAY['app'], ARRAY['k']"},
