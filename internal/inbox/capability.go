@@ -73,6 +73,19 @@ type ApplyFinisher interface {
 	ApplyFinish(ctx context.Context, owner string, events []Event, decide func([]Applied) ([]Result, error)) error
 }
 
+// Results calls decide, an ApplyFinish's, with applied, and checks the
+// results it returns for owner. Its errors are the caller's.
+func Results(owner string, applied []Applied, decide func([]Applied) ([]Result, error)) ([]Result, error) {
+	results, err := decide(applied)
+	if err == nil {
+		err = CheckFinish(owner, results)
+	}
+	if err != nil {
+		return nil, CallerError{Err: err}
+	}
+	return results, nil
+}
+
 // OrderedDispatcher is implemented by backends that deliver per-key
 // order (order: entity on a destination). Every node's dispatcher of an
 // ordered lane calls it instead of Store.Dispatch.

@@ -429,6 +429,24 @@ func (e *LostError) Error() string {
 // Is makes errors.Is(err, ErrNotOwner) true.
 func (e *LostError) Is(target error) bool { return target == ErrNotOwner }
 
+// Lost is what Finish returns when its results for ids changed nothing:
+// a *LostError naming them, or nil when there are none.
+func Lost(ids []int64) error {
+	if len(ids) == 0 {
+		return nil
+	}
+	return &LostError{IDs: ids}
+}
+
+// EventIDs are the ids of events, in their order.
+func EventIDs(events []Event) []int64 {
+	ids := make([]int64, len(events))
+	for i := range events {
+		ids[i] = events[i].ID
+	}
+	return ids
+}
+
 // Backend is an opened inbox: its Store, and what the gateway needs of the
 // database behind it. internal/backend opens one from the database
 // setting; nothing above this package names a backend's type.

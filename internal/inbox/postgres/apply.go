@@ -27,10 +27,7 @@ func (s *Store) Apply(ctx context.Context, events []inbox.Event) ([]inbox.Applie
 	if len(events) == 0 {
 		return nil, nil
 	}
-	ids := make([]int64, len(events))
-	for i := range events {
-		ids[i] = events[i].ID
-	}
+	ids := inbox.EventIDs(events)
 	var out []inbox.Applied
 	err := s.tx(ctx, "apply", func(tx pgx.Tx) error {
 		var (
@@ -54,10 +51,7 @@ func (s *Store) ApplyFinish(ctx context.Context, owner string, events []inbox.Ev
 	if err := inbox.CheckLease(owner); err != nil {
 		return err
 	}
-	ids := make([]int64, len(events))
-	for i := range events {
-		ids[i] = events[i].ID
-	}
+	ids := inbox.EventIDs(events)
 	var lost []int64
 	err := s.tx(ctx, "apply and finish", func(tx pgx.Tx) error {
 		var rec records
@@ -65,12 +59,9 @@ func (s *Store) ApplyFinish(ctx context.Context, owner string, events []inbox.Ev
 		if err != nil {
 			return err
 		}
-		results, err := decide(applied)
-		if err == nil {
-			err = inbox.CheckFinish(owner, results)
-		}
+		results, err := inbox.Results(owner, applied, decide)
 		if err != nil {
-			return inbox.CallerError{Err: err}
+			return err
 		}
 		lost, err = s.finish(ctx, tx, owner, results, &rec)
 		return err
@@ -78,10 +69,7 @@ func (s *Store) ApplyFinish(ctx context.Context, owner string, events []inbox.Ev
 	if err != nil {
 		return err
 	}
-	if len(lost) > 0 {
-		return &inbox.LostError{IDs: lost}
-	}
-	return nil
+	return inbox.Lost(lost)
 }
 
 // apply applies the events ids in tx (see Apply), writes the entities it

@@ -121,10 +121,7 @@ func (s *Store) Finish(ctx context.Context, owner string, results []inbox.Result
 	if err != nil {
 		return err
 	}
-	if len(lost) > 0 {
-		return &inbox.LostError{IDs: lost}
-	}
-	return nil
+	return inbox.Lost(lost)
 }
 
 // finish records results in tx (see Finish), and rec, Apply's results to

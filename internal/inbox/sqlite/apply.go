@@ -19,10 +19,7 @@ func (s *Store) Apply(ctx context.Context, events []inbox.Event) ([]inbox.Applie
 	if len(events) == 0 {
 		return nil, nil
 	}
-	ids := make([]int64, len(events))
-	for i := range events {
-		ids[i] = events[i].ID
-	}
+	ids := inbox.EventIDs(events)
 	var out []inbox.Applied
 	err := s.process(ctx, "apply", func(tx *sql.Tx) error {
 		var err error
@@ -40,22 +37,16 @@ func (s *Store) ApplyFinish(ctx context.Context, owner string, events []inbox.Ev
 	if err := inbox.CheckLease(owner); err != nil {
 		return err
 	}
-	ids := make([]int64, len(events))
-	for i := range events {
-		ids[i] = events[i].ID
-	}
+	ids := inbox.EventIDs(events)
 	var lost []int64
 	err := s.process(ctx, "apply and finish", func(tx *sql.Tx) error {
 		applied, err := s.apply(ctx, tx, ids)
 		if err != nil {
 			return err
 		}
-		results, err := decide(applied)
-		if err == nil {
-			err = inbox.CheckFinish(owner, results)
-		}
+		results, err := inbox.Results(owner, applied, decide)
 		if err != nil {
-			return inbox.CallerError{Err: err}
+			return err
 		}
 		lost, err = s.finish(ctx, tx, owner, results)
 		return err
@@ -63,10 +54,7 @@ func (s *Store) ApplyFinish(ctx context.Context, owner string, events []inbox.Ev
 	if err != nil {
 		return err
 	}
-	if len(lost) > 0 {
-		return &inbox.LostError{IDs: lost}
-	}
-	return nil
+	return inbox.Lost(lost)
 }
 
 // apply applies the events ids in tx (see Apply).
