@@ -3,6 +3,7 @@ package sqlitedb
 import (
 	"context"
 	"database/sql"
+	"iter"
 	"strings"
 	"sync"
 )
@@ -71,6 +72,20 @@ func Sizes(n int) []int {
 		}
 	}
 	return out
+}
+
+// Chunks yields rows in the chunks that [Sizes] splits them into, in
+// order: one multi-row statement each.
+func Chunks[T any](rows []T) iter.Seq[[]T] {
+	return func(yield func([]T) bool) {
+		rest := rows
+		for _, n := range Sizes(len(rest)) {
+			if !yield(rest[:n]) {
+				return
+			}
+			rest = rest[n:]
+		}
+	}
 }
 
 // Rows returns n copies of the row placeholder tuple, comma-separated.

@@ -2,6 +2,7 @@ package sqlitedb
 
 import (
 	"database/sql"
+	"slices"
 	"testing"
 	"time"
 
@@ -26,6 +27,26 @@ func TestSizes(t *testing.T) {
 	}
 	if len(seen) != 9 {
 		t.Errorf("%d distinct sizes, want 9", len(seen))
+	}
+}
+
+// Chunks hands out every row once, in order, in chunks of Sizes' sizes,
+// and can be ranged over again.
+func TestChunks(t *testing.T) {
+	t.Parallel()
+	rows := make([]int, 2*MaxRows+37)
+	for i := range rows {
+		rows[i] = i
+	}
+	for range 2 {
+		var got, sizes []int
+		for c := range Chunks(rows) {
+			got = append(got, c...)
+			sizes = append(sizes, len(c))
+		}
+		if !slices.Equal(got, rows) || !slices.Equal(sizes, Sizes(len(rows))) {
+			t.Fatalf("chunks of %d sizes %v, rows in order: %v; want sizes %v", len(sizes), sizes, slices.Equal(got, rows), Sizes(len(rows)))
+		}
 	}
 }
 

@@ -84,10 +84,7 @@ func (p *Pool) process(ctx context.Context, owner string) (n int, err error) {
 // write failed: the batch then takes the writes of apply, which applies
 // the events one by one when the batch cannot be, and of finish.
 func (p *Pool) applyFinish(ctx context.Context, owner string, af inbox.ApplyFinisher, jobs, todo []*job) (bool, error) {
-	events := make([]inbox.Event, len(todo))
-	for i, j := range todo {
-		events[i] = j.ev
-	}
+	events := eventsOf(todo)
 	var (
 		results []inbox.Result
 		reasons []string
@@ -108,6 +105,15 @@ func (p *Pool) applyFinish(ctx context.Context, owner string, af inbox.ApplyFini
 		return false, nil
 	}
 	return true, p.finished(jobs, results, reasons, err)
+}
+
+// eventsOf are the events of jobs, in order.
+func eventsOf(jobs []*job) []inbox.Event {
+	events := make([]inbox.Event, len(jobs))
+	for i, j := range jobs {
+		events[i] = j.ev
+	}
+	return events
 }
 
 // storeApplyFinish calls the store's ApplyFinish; a panic there (the
@@ -195,11 +201,7 @@ func (p *Pool) apply(ctx context.Context, jobs []*job) {
 	if len(jobs) == 0 {
 		return
 	}
-	events := make([]inbox.Event, len(jobs))
-	for i, j := range jobs {
-		events[i] = j.ev
-	}
-	applied, panicked, err := p.storeApply(ctx, events)
+	applied, panicked, err := p.storeApply(ctx, eventsOf(jobs))
 	if err == nil && len(applied) == len(jobs) {
 		for i, a := range applied {
 			jobs[i].applied = a

@@ -208,8 +208,8 @@ func (r *records) without(ids map[int64]bool) *records {
 	var out records
 	for i, id := range r.ids {
 		if !ids[id] {
-			out.ids, out.outcomes, out.froms, out.tos = append(out.ids, id), append(out.outcomes, r.outcomes[i]), append(out.froms, r.froms[i]), append(out.tos, r.tos[i])
-			out.transitions, out.ties = append(out.transitions, r.transitions[i]), append(out.ties, r.ties[i])
+			out.add(id, inbox.Applied{Outcome: inbox.ApplyOutcome(r.outcomes[i]), From: r.froms[i], To: r.tos[i],
+				Transition: r.transitions[i], Tie: r.ties[i]})
 		}
 	}
 	return &out

@@ -114,41 +114,41 @@ func (s *Store) recordDone(ctx context.Context, tx *sql.Tx, owner string, done [
 	if len(done) == 0 {
 		return nil
 	}
-	ats := make([]int64, len(done))
-	for i, dn := range done {
-		if ats[i] = nanos(dn.Attempt.At); ats[i] == 0 {
-			ats[i] = now
+	// Each attempt's time is its own, or the dispatch's when it has none.
+	done = slices.Clone(done)
+	for i := range done {
+		if done[i].Attempt.At.IsZero() {
+			done[i].Attempt.At = time.Unix(0, now)
 		}
 	}
-	if err := s.logAttempts(ctx, tx, done, ats); err != nil {
+	if err := s.logAttempts(ctx, tx, done); err != nil {
 		return err
 	}
 	// A delivery's first attempt in done ends its lease, so a second one
 	// finds it no longer leased: lost, as when it is recorded apart.
-	first := make(map[delivery]bool, len(done))
-	var updates []int
-	for i, dn := range done {
-		d := delivery{dn.Attempt.EventID, dn.Attempt.Destination}
-		if !first[d] {
-			first[d] = true
-			updates = append(updates, i)
+	queued := make(map[delivery]bool, len(done))
+	var firsts []inbox.Done
+	for _, dn := range done {
+		if d := deliveryOf(dn); !queued[d] {
+			queued[d] = true
+			firsts = append(firsts, dn)
 		}
 	}
-	updated, err := s.updateDeliveries(ctx, tx, owner, done, ats, updates)
+	updated, err := s.updateDeliveries(ctx, tx, owner, firsts)
 	if err != nil {
 		return err
 	}
 	var ended []int64
-	for i, dn := range done {
-		d := delivery{dn.Attempt.EventID, dn.Attempt.Destination}
+	for _, dn := range done {
+		d := deliveryOf(dn)
 		o, ok := updated[d]
-		if !ok || !first[d] {
+		if !ok {
 			out.Lost = append(out.Lost, d.id)
 			continue
 		}
-		first[d] = false
+		delete(updated, d)
 		if o.key != "" {
-			if err := s.releaseKey(ctx, tx, inbox.Lane{Source: o.source, Destination: d.dest}, o.key, owner, done[i]); err != nil {
+			if err := s.releaseKey(ctx, tx, inbox.Lane{Source: o.source, Destination: d.dest}, o.key, owner, dn); err != nil {
 				return err
 			}
 		}
@@ -167,23 +167,25 @@ type delivery struct {
 	dest string
 }
 
+// deliveryOf is the delivery dn is an attempt of.
+func deliveryOf(dn inbox.Done) delivery {
+	return delivery{dn.Attempt.EventID, dn.Attempt.Destination}
+}
+
 // ordering is a delivery's lane source and order key, "" in a lane
 // without order.
 type ordering struct{ source, key string }
 
-// logAttempts adds done's attempts, made at ats, to the attempt log in
-// their order.
-func (s *Store) logAttempts(ctx context.Context, tx *sql.Tx, done []inbox.Done, ats []int64) error {
-	lo := 0
-	for _, k := range sqlitedb.Sizes(len(done)) {
-		args := make([]any, 0, 7*k)
-		for i := lo; i < lo+k; i++ {
-			a := done[i].Attempt
-			args = append(args, a.EventID, a.Destination, ats[i], int64(a.Duration), a.Code, a.Error, a.Body)
+// logAttempts adds done's attempts to the attempt log in their order.
+func (s *Store) logAttempts(ctx context.Context, tx *sql.Tx, done []inbox.Done) error {
+	for chunk := range sqlitedb.Chunks(done) {
+		args := make([]any, 0, 7*len(chunk))
+		for _, dn := range chunk {
+			a := dn.Attempt
+			args = append(args, a.EventID, a.Destination, nanos(a.At), int64(a.Duration), a.Code, a.Error, a.Body)
 		}
-		lo += k
 		logged, err := s.db.Stmt(ctx, tx, `INSERT INTO attempts (event_id, destination, at, duration, code, error, body)
-			VALUES `+sqlitedb.Rows("(?, ?, ?, ?, ?, ?, ?)", k))
+			VALUES `+sqlitedb.Rows("(?, ?, ?, ?, ?, ?, ?)", len(chunk)))
 		if err != nil {
 			return err
 		}
@@ -196,25 +198,22 @@ func (s *Store) logAttempts(ctx context.Context, tx *sql.Tx, done []inbox.Done, 
 	return nil
 }
 
-// updateDeliveries records the attempts done[i], for i in which (one per
-// delivery), on the deliveries owner still leases, and returns those it
-// updated.
-func (s *Store) updateDeliveries(ctx context.Context, tx *sql.Tx, owner string, done []inbox.Done, ats []int64, which []int) (map[delivery]ordering, error) {
-	updated := make(map[delivery]ordering, len(which))
-	lo := 0
-	for _, k := range sqlitedb.Sizes(len(which)) {
-		args := make([]any, 0, 7*k+1)
-		for _, i := range which[lo : lo+k] {
-			dn := done[i]
+// updateDeliveries records the attempts done, one per delivery, on the
+// deliveries owner still leases, and returns those it updated.
+func (s *Store) updateDeliveries(ctx context.Context, tx *sql.Tx, owner string, done []inbox.Done) (map[delivery]ordering, error) {
+	updated := make(map[delivery]ordering, len(done))
+	for chunk := range sqlitedb.Chunks(done) {
+		args := make([]any, 0, 7*len(chunk)+1)
+		for _, dn := range chunk {
 			var next int64
 			if dn.Status == inbox.DeliveryPending {
 				next = nanos(dn.NextAttemptAt)
 			}
-			args = append(args, dn.Attempt.EventID, dn.Attempt.Destination, string(dn.Status), next, dn.Attempt.Code, dn.Attempt.Error, ats[i])
+			a := dn.Attempt
+			args = append(args, a.EventID, a.Destination, string(dn.Status), next, a.Code, a.Error, nanos(a.At))
 		}
-		lo += k
 		args = append(args, owner)
-		err := s.db.EachRow(ctx, tx, recordDeliveries(k), args, func(rows *sql.Rows) error {
+		err := s.db.EachRow(ctx, tx, recordDeliveries(len(chunk)), args, func(rows *sql.Rows) error {
 			var (
 				d delivery
 				o ordering

@@ -126,27 +126,25 @@ func (s *Store) finish(ctx context.Context, tx *sql.Tx, owner string, results []
 // endLeases records results on the events owner leases, and returns the
 // ids it recorded.
 func (s *Store) endLeases(ctx context.Context, tx *sql.Tx, owner string, results []inbox.Result, now int64) (map[int64]bool, error) {
-	rows := make([]any, 0, 6*len(results))
-	for _, r := range results {
-		status, next, processed, dead := r.Status, int64(0), int64(0), int64(0)
-		switch {
-		case r.Status == inbox.StatusRetry:
-			next = nanos(r.NextAttemptAt)
-		case r.Status == inbox.StatusProcessed && len(r.Destinations) > 0:
-			status = inbox.StatusDelivering
-		case r.Status == inbox.StatusProcessed:
-			processed = now
-		case r.Status == inbox.StatusDead:
-			dead = now
-		}
-		rows = append(rows, r.ID, string(status), next, r.Error, processed, dead)
-	}
 	ended := make(map[int64]bool, len(results))
-	lo := 0
-	for _, k := range sqlitedb.Sizes(len(results)) {
-		args := append(slices.Clip(rows[6*lo:6*(lo+k)]), owner)
-		lo += k
-		err := s.db.EachRow(ctx, tx, finishEvents(k), args, func(r *sql.Rows) error {
+	for chunk := range sqlitedb.Chunks(results) {
+		args := make([]any, 0, 6*len(chunk)+1)
+		for _, r := range chunk {
+			status, next, processed, dead := r.Status, int64(0), int64(0), int64(0)
+			switch {
+			case r.Status == inbox.StatusRetry:
+				next = nanos(r.NextAttemptAt)
+			case r.Status == inbox.StatusProcessed && len(r.Destinations) > 0:
+				status = inbox.StatusDelivering
+			case r.Status == inbox.StatusProcessed:
+				processed = now
+			case r.Status == inbox.StatusDead:
+				dead = now
+			}
+			args = append(args, r.ID, string(status), next, r.Error, processed, dead)
+		}
+		args = append(args, owner)
+		err := s.db.EachRow(ctx, tx, finishEvents(len(chunk)), args, func(r *sql.Rows) error {
 			var id int64
 			err := r.Scan(&id)
 			ended[id] = true
@@ -178,38 +176,42 @@ func openQuery(k int) string {
 		SELECT e.id, d.column2, e.source, 'pending', 0, 0, '', 0, d.column3, e.entity_order
 		FROM (VALUES ` + sqlitedb.Rows("(?, ?, ?)", k) + `) AS d JOIN events e ON e.id = d.column1 WHERE true
 		ON CONFLICT (event_id, destination) DO NOTHING
-		RETURNING event_id, destination, source`
+		RETURNING event_id, destination, source, order_key`
 }
 
 // openDeliveries opens a pending delivery for each destination of the
 // results that the event has not had yet, and the order of those with an
 // order key, and returns the events it opened one for.
 func (s *Store) openDeliveries(ctx context.Context, tx *sql.Tx, results []inbox.Result) (map[int64]bool, error) {
-	var rows []any
-	keys := map[delivery]string{}
+	type opening struct {
+		id        int64
+		dest, key string
+	}
+	var openings []opening
 	for _, r := range results {
 		for _, d := range r.Destinations {
-			rows = append(rows, r.ID, d, r.OrderKeys[d])
-			keys[delivery{r.ID, d}] = r.OrderKeys[d]
+			openings = append(openings, opening{r.ID, d, r.OrderKeys[d]})
 		}
 	}
 	opened := map[int64]bool{}
-	ordered := map[delivery]string{}
-	lo := 0
-	for _, k := range sqlitedb.Sizes(len(rows) / 3) {
-		args := rows[3*lo : 3*(lo+k)]
-		lo += k
-		err := s.db.EachRow(ctx, tx, openQuery(k), args, func(r *sql.Rows) error {
+	// ordered are the opened deliveries with an order key, by lane.
+	ordered := map[delivery]ordering{}
+	for chunk := range sqlitedb.Chunks(openings) {
+		args := make([]any, 0, 3*len(chunk))
+		for _, o := range chunk {
+			args = append(args, o.id, o.dest, o.key)
+		}
+		err := s.db.EachRow(ctx, tx, openQuery(len(chunk)), args, func(r *sql.Rows) error {
 			var (
-				d      delivery
-				source string
+				d delivery
+				o ordering
 			)
-			if err := r.Scan(&d.id, &d.dest, &source); err != nil {
+			if err := r.Scan(&d.id, &d.dest, &o.source, &o.key); err != nil {
 				return err
 			}
 			opened[d.id] = true
-			if keys[d] != "" {
-				ordered[d] = source
+			if o.key != "" {
+				ordered[d] = o
 			}
 			return nil
 		})
@@ -221,7 +223,8 @@ func (s *Store) openDeliveries(ctx context.Context, tx *sql.Tx, results []inbox.
 	for _, d := range slices.SortedFunc(maps.Keys(ordered), func(a, b delivery) int {
 		return cmp.Or(cmp.Compare(a.id, b.id), cmp.Compare(a.dest, b.dest))
 	}) {
-		if err := openOrdered(ctx, tx, inbox.Lane{Source: ordered[d], Destination: d.dest}, keys[d], d.id); err != nil {
+		o := ordered[d]
+		if err := openOrdered(ctx, tx, inbox.Lane{Source: o.source, Destination: d.dest}, o.key, d.id); err != nil {
 			return nil, err
 		}
 	}
