@@ -33,7 +33,7 @@ func (s *Server) openReconcilers(cfg config.Config) error {
 			m = reconcile.NewMetrics(s.metrics.Registry)
 		}
 		r, err := reconcile.New(reconcile.Options{Source: s.sources[i], Config: *sc.Reconcile, Store: s.store,
-			Client: client, Now: s.now, Logger: s.log, Metrics: m, Stored: s.pool.Notify})
+			Client: client, Now: s.now, Logger: s.log, Metrics: m, Stored: s.stored()})
 		if err != nil {
 			return err
 		}

@@ -171,7 +171,7 @@ func New(cfg config.Config, opts Options) (*Server, error) {
 		s.closeDedupe()
 		return nil, err
 	}
-	s.committer = intake.NewCommitter(acceptor, intake.CommitterOptions{Now: opts.Now, Committed: s.pool.Notify, Front: s.front,
+	s.committer = intake.NewCommitter(acceptor, intake.CommitterOptions{Now: opts.Now, Committed: s.stored(), Front: s.front,
 		StoreTimeout: time.Duration(cfg.Dedupe.StoreTimeout)})
 	in := intake.NewHandler(intake.Options{
 		Sources:   s.sources,
@@ -548,4 +548,15 @@ func (s *Server) httpServer(h http.Handler) *http.Server {
 		IdleTimeout:       2 * time.Minute,
 		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
 	}
+}
+
+// stored is what wakes this node's workers once new events are stored:
+// the pool's Notify, or nothing for a store that several nodes watch,
+// which wakes them itself for what this node stored (inbox.Watcher),
+// since a second wake would make a second, empty lease.
+func (s *Server) stored() func() {
+	if _, ok := s.store.(inbox.Watcher); ok {
+		return nil
+	}
+	return s.pool.Notify
 }

@@ -19,7 +19,8 @@ import (
 // or whose digest kept just wrote; stored inserts the events of the keys
 // claimed; counted adds the batch's intake counts to this session's shard;
 // notified wakes the watching nodes (Watch) once when the batch stored
-// anything, delivered by the database when the statement commits.
+// anything, delivered by the database when the statement commits; its
+// payload, $18, is the Store's holder name.
 // The unique keys of inbox_digests and inbox_keys are the arbiters across
 // nodes: a copy that another session is inserting waits on the index, and
 // once that session commits it is a conflict, not returned, so it is a
@@ -75,7 +76,7 @@ const acceptQuery = `WITH input AS (
 	) t
 	ON CONFLICT (source, counter, shard) DO UPDATE SET n = inbox_counts.n + excluded.n
 ), notified AS (
-	SELECT pg_notify('` + storedChannel + `', '') FROM (SELECT 1 FROM stored LIMIT 1) x
+	SELECT pg_notify('` + storedChannel + `', $18) FROM (SELECT 1 FROM stored LIMIT 1) x
 )
 SELECT s.id, k.first_seen, k.expires, r.replay, o.first_seen, o.expires
 FROM input i
@@ -98,12 +99,12 @@ func (s *Store) Accept(ctx context.Context, items []inbox.Item) ([]inbox.Outcome
 	if len(items) == 0 {
 		return nil, nil
 	}
-	args, err := acceptArgs(items)
+	args, err := s.acceptArgs(items)
 	if err != nil {
 		return nil, err
 	}
 	n := len(items)
-	rows, err := s.pool.Query(ctx, acceptQuery, append([]any{s.clock()}, args...)...)
+	rows, err := s.pool.Query(ctx, acceptQuery, args...)
 	if err != nil {
 		return nil, inbox.Fail(ctx, "accept", err)
 	}
@@ -140,6 +141,7 @@ func (s *Store) Accept(ctx context.Context, items []inbox.Item) ([]inbox.Outcome
 	}
 	rows.Close()
 	s.noteAccepted(n)
+	s.stored(out)
 	// The batch is committed: a failure to read the times of raced
 	// duplicates leaves them zero rather than report the batch failed.
 	s.readHeld(ctx, `SELECT first_seen, expires FROM inbox_keys WHERE hash = $1`, items, raced, out,
@@ -173,9 +175,9 @@ func (s *Store) readHeld(ctx context.Context, query string, items []inbox.Item, 
 	}
 }
 
-// acceptArgs are the arguments $2..$17 of acceptQuery: the items as one
-// array per column.
-func acceptArgs(items []inbox.Item) ([]any, error) {
+// acceptArgs are the arguments of acceptQuery: the clock ($1), the items
+// as one array per column ($2..$17), and the Store's holder name ($18).
+func (s *Store) acceptArgs(items []inbox.Item) ([]any, error) {
 	n := len(items)
 	var (
 		hashes, digests, payloads                            = make([][]byte, n), make([][]byte, n), make([][]byte, n)
@@ -206,7 +208,7 @@ func acceptArgs(items []inbox.Item) ([]any, error) {
 		scopes[i], sources[i], providers[i], tenants[i], eventIDs[i], types[i] = e.Scope, e.Source, e.Provider, e.Tenant, e.EventID, e.Type
 		entityTypes[i], entityIDs[i], versions[i], orders[i], states[i] = e.EntityType, e.EntityID, e.EntityVersion, e.EntityOrder, e.EntityState
 	}
-	return []any{hashes, windows, digests, texts(scopes), texts(sources), texts(providers), texts(tenants),
+	return []any{s.clock(), hashes, windows, digests, texts(scopes), texts(sources), texts(providers), texts(tenants),
 		texts(eventIDs), texts(types), texts(entityTypes), texts(entityIDs), texts(versions), orders, texts(states),
-		payloads, headers}, nil
+		payloads, headers, s.lead.holder}, nil
 }

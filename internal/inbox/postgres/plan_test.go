@@ -44,11 +44,11 @@ func TestAcceptPlan(t *testing.T) {
 	if _, err := s.Accept(ctx, items); err != nil {
 		t.Fatal(err)
 	}
-	args, err := acceptArgs(items)
+	args, err := s.acceptArgs(items)
 	if err != nil {
 		t.Fatal(err)
 	}
-	rows, err := s.pool.Query(ctx, "EXPLAIN "+acceptQuery, append([]any{nil}, args...)...)
+	rows, err := s.pool.Query(ctx, "EXPLAIN "+acceptQuery, args...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -224,7 +224,7 @@ func testGenericPlans(t *testing.T, url string) {
 	statements := []struct{ name, query, args string }{
 		{"accept", acceptQuery, now + `, ARRAY['\x0102030405060708090a0b0c0d0e0f10'::bytea], ARRAY[1]::bigint[],
 			ARRAY[''::bytea], ARRAY['s'], ARRAY['shop'], ARRAY['p'], ARRAY['t'], ARRAY['e'], ARRAY[''], ARRAY[''],
-			ARRAY[''], ARRAY[''], ARRAY[1]::bigint[], ARRAY[''], ARRAY[''::bytea], ARRAY['{}'::json]`},
+			ARRAY[''], ARRAY[''], ARRAY[1]::bigint[], ARRAY[''], ARRAY[''::bytea], ARRAY['{}'::json], 'holder'`},
 		{"lease", leaseQuery, now + ", 'w', 1000, 10"},
 		{"finish", finishQuery, now + ", 'w', ARRAY[5]::bigint[], ARRAY['processed'], " + none + ", ARRAY['']"},
 		{"finish and record", finishApplyQuery, now + ", 'w', ARRAY[5]::bigint[], ARRAY['processed'], " + none + `, ARRAY[''],

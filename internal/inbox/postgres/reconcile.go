@@ -38,7 +38,7 @@ func (s *Store) AcceptRecovered(ctx context.Context, items []inbox.Item) ([]inbo
 	if len(items) == 0 {
 		return nil, nil
 	}
-	args, err := acceptArgs(items)
+	args, err := s.acceptArgs(items)
 	if err != nil {
 		return nil, err
 	}
@@ -47,7 +47,7 @@ func (s *Store) AcceptRecovered(ctx context.Context, items []inbox.Item) ([]inbo
 		return nil, inbox.Fail(ctx, "accept recovered", err)
 	}
 	defer tx.Rollback(context.WithoutCancel(ctx))
-	rows, err := tx.Query(ctx, acceptQuery, append([]any{s.clock()}, args...)...)
+	rows, err := tx.Query(ctx, acceptQuery, args...)
 	if err != nil {
 		return nil, inbox.Fail(ctx, "accept recovered", err)
 	}
@@ -85,6 +85,7 @@ func (s *Store) AcceptRecovered(ctx context.Context, items []inbox.Item) ([]inbo
 	if err := tx.Commit(ctx); err != nil {
 		return nil, inbox.Fail(ctx, "accept recovered", err)
 	}
+	s.stored(out)
 	return out, nil
 }
 

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"runtime"
 	"strings"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -33,6 +34,9 @@ type Store struct {
 	leadFor time.Duration
 	log     *slog.Logger
 	analyze analyzer
+	// wake, while Watch runs, is its wake: Accept calls it once the
+	// batch that stored new events has committed.
+	wake atomic.Pointer[func()]
 }
 
 var _ inbox.Store = (*Store)(nil)
@@ -51,8 +55,8 @@ type Options struct {
 	// bypassing any pooler, for what needs a session of its own: the
 	// lead as a session lock, and Watch's LISTEN. Empty, Open uses its
 	// url when that reaches the database directly; otherwise, or with
-	// New, the lead is a lease row and Watch returns at once (the
-	// workers poll).
+	// New, the lead is a lease row and Watch hears no other node's
+	// events (the workers poll for them).
 	Session string
 	// LeadFor is how long a lease on the lead lasts without a Session;
 	// zero means DefaultLeadFor. The leader renews it with each Lead, so

@@ -2,12 +2,26 @@ package postgres_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 
 	"github.com/hookgate/hookgate/internal/inbox"
 	"github.com/hookgate/hookgate/internal/pgtest"
 )
+
+// listens reports whether a session of db is listening for new events.
+func listens(t *testing.T, conn *pgx.Conn, db string) bool {
+	t.Helper()
+	var n int
+	if err := conn.QueryRow(t.Context(), `SELECT count(*) FROM pg_stat_activity
+		WHERE datname = $1 AND query = 'LISTEN hookgate_stored'`, db).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n > 0
+}
 
 // A node watching the inbox wakes when another node's Accept stores new
 // events (not when a batch stores none), and keeps watching after its
@@ -78,20 +92,62 @@ func TestWatch(t *testing.T) {
 	woken("a batch after the session came back")
 }
 
-// Through a pooler, without a session of its own, Watch returns at once,
-// listening nowhere: through a transaction pooler a LISTEN hears nothing,
-// and the workers poll.
-func TestWatchWithoutSession(t *testing.T) {
+// A node's own Accept wakes its watcher before it returns, and once: the
+// notification the database then delivers for that batch wakes it no
+// more, since its workers were already woken for those events. Through a
+// pooler, without a session of its own, Watch listens nowhere (a LISTEN
+// there hears nothing, and the workers poll), but still wakes for the
+// node's own Accepts.
+func TestWatchOwnAccepts(t *testing.T) {
 	t.Parallel()
-	s := open(t, pgtest.NewBouncer(t, pgtest.Transaction).URL(t, pgtest.New(t)), nil)
-	done := make(chan error, 1)
-	go func() { done <- s.Watch(t.Context(), func() {}) }()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatalf("Watch: %v", err)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("Watch without a session still runs after 10s")
+	url := pgtest.New(t)
+	for name, url := range map[string]string{"direct": url, "pooler": pgtest.NewBouncer(t, pgtest.Transaction).URL(t, url)} {
+		t.Run(name, func(t *testing.T) {
+			s := open(t, url, nil)
+			wakes := make(chan struct{}, 16)
+			ctx, cancel := context.WithCancel(t.Context())
+			done := make(chan error, 1)
+			go func() { done <- s.Watch(ctx, func() { wakes <- struct{}{} }) }()
+			t.Cleanup(func() {
+				cancel()
+				if err := <-done; err != nil {
+					t.Errorf("Watch: %v", err)
+				}
+			})
+			if name == "direct" {
+				conn := admin(t)
+				waitFor(t, "the store to listen", func() bool { return listens(t, conn, dbName(t, url)) })
+			}
+			// Accept wakes only once Watch has started: wait for the
+			// first wake.
+			deadline := time.Now().Add(10 * time.Second)
+			for i := 0; ; i++ {
+				if _, err := s.Accept(t.Context(), []inbox.Item{testItem(fmt.Sprintf("%s-first-%d", name, i))}); err != nil {
+					t.Fatal(err)
+				}
+				if len(wakes) > 0 {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatal("Watch started: no Accept woke it in 10 s")
+				}
+				time.Sleep(10 * time.Millisecond)
+			}
+			time.Sleep(300 * time.Millisecond)
+			for len(wakes) > 0 {
+				<-wakes
+			}
+
+			if _, err := s.Accept(t.Context(), []inbox.Item{testItem(name + "-one"), testItem(name + "-two")}); err != nil {
+				t.Fatal(err)
+			}
+			if len(wakes) != 1 {
+				t.Fatalf("%d wakes when Accept returned, want 1", len(wakes))
+			}
+			time.Sleep(300 * time.Millisecond)
+			if n := len(wakes); n != 1 {
+				t.Fatalf("%d wakes for one batch, want 1: the database's notification of the node's own batch woke it again", n)
+			}
+		})
 	}
 }
