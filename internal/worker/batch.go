@@ -42,7 +42,10 @@ func (p *Pool) process(ctx context.Context, owner string) (n int, err error) {
 	}
 	if len(events) == p.opts.Batch {
 		// More may be due: another worker takes the next batch meanwhile.
-		p.Notify()
+		select {
+		case p.backlog <- struct{}{}:
+		default:
+		}
 	}
 	// From here the batch is ours: finish it even if ctx ends, so that no
 	// event waits for its lease to expire after a clean shutdown.

@@ -960,3 +960,45 @@ func TestBacklogWakesEveryWorker(t *testing.T) {
 		t.Fatalf("one worker leased the whole backlog of 20 batches: %v", store.owners)
 	}
 }
+
+// A trickle of small commits is gathered into fewer batches: a worker
+// woken after a short batch leases no sooner than Gather after the last
+// such lease, so 100 events stored one at a time, each with its Notify,
+// take a few leases rather than one each.
+func TestTrickleIsGathered(t *testing.T) {
+	t.Parallel()
+	const gather, workers, events = 50 * time.Millisecond, 4, 100
+	b := setup(t, worker.Source{Name: "shop"})
+	store := &leaseOwners{Store: b.store, owners: map[string]int{}}
+	b.opts.Store, b.opts.Workers, b.opts.Idle, b.opts.Gather = store, workers, time.Hour, gather
+	p := b.start()
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		p.Run(ctx)
+	}()
+	defer func() {
+		cancel()
+		<-done
+	}()
+	waitFor(t, 30*time.Second, func() bool { calls, _, _ := store.read(); return calls >= workers })
+	before, _, _ := store.read()
+	began := time.Now()
+	for i := range events {
+		b.add(event(fmt.Sprint("t", i), 1, "created"))
+		p.Notify()
+		time.Sleep(2 * time.Millisecond)
+	}
+	waitFor(t, 30*time.Second, func() bool { _, n, _ := store.read(); return n == events })
+	elapsed := time.Since(began)
+	calls, _, _ := store.read()
+	// The slots are gather apart, so at most elapsed/gather+1 of them
+	// fall in the trickle; each worker may also lease late for a slot it
+	// took before the trickle began.
+	if leases, most := calls-before, int(elapsed/gather)+1+workers; leases > most {
+		t.Fatalf("%d leases for %d events stored one at a time over %v, want at most %d (gathered %v apart)",
+			leases, events, elapsed.Round(time.Millisecond), most, gather)
+	}
+}
+
