@@ -205,6 +205,23 @@ func (b *bundle) start() *worker.Pool {
 	return p
 }
 
+// run builds the pool and runs it until the test ends.
+func (b *bundle) run() *worker.Pool {
+	b.t.Helper()
+	p := b.start()
+	ctx, cancel := context.WithCancel(b.t.Context())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		p.Run(ctx)
+	}()
+	b.t.Cleanup(func() {
+		cancel()
+		<-done
+	})
+	return p
+}
+
 // event is a stored event of source "shop" about order id, at version
 // order in state.
 func event(id string, order int64, state string) inbox.Event {

@@ -939,17 +939,7 @@ func TestBacklogWakesEveryWorker(t *testing.T) {
 	b := setup(t, worker.Source{Name: "shop"})
 	store := &leaseOwners{Store: b.store, owners: map[string]int{}}
 	b.opts.Store, b.opts.Workers, b.opts.Batch, b.opts.Idle = store, 4, 2, time.Hour
-	p := b.start()
-	ctx, cancel := context.WithCancel(t.Context())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		p.Run(ctx)
-	}()
-	defer func() {
-		cancel()
-		<-done
-	}()
+	p := b.run()
 	waitFor(t, 30*time.Second, func() bool { calls, _, _ := store.read(); return calls >= 4 })
 	for i := range 40 {
 		b.add(event(fmt.Sprint("o", i), 1, "created"))
@@ -971,17 +961,7 @@ func TestTrickleIsGathered(t *testing.T) {
 	b := setup(t, worker.Source{Name: "shop"})
 	store := &leaseOwners{Store: b.store, owners: map[string]int{}}
 	b.opts.Store, b.opts.Workers, b.opts.Idle, b.opts.Gather = store, workers, time.Hour, gather
-	p := b.start()
-	ctx, cancel := context.WithCancel(t.Context())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		p.Run(ctx)
-	}()
-	defer func() {
-		cancel()
-		<-done
-	}()
+	p := b.run()
 	waitFor(t, 30*time.Second, func() bool { calls, _, _ := store.read(); return calls >= workers })
 	before, _, _ := store.read()
 	began := time.Now()
@@ -1001,4 +981,3 @@ func TestTrickleIsGathered(t *testing.T) {
 			leases, events, elapsed.Round(time.Millisecond), most, gather)
 	}
 }
-

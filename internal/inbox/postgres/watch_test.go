@@ -9,18 +9,37 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/hookgate/hookgate/internal/inbox"
+	"github.com/hookgate/hookgate/internal/inbox/postgres"
 	"github.com/hookgate/hookgate/internal/pgtest"
 )
 
-// listens reports whether a session of db is listening for new events.
-func listens(t *testing.T, conn *pgx.Conn, db string) bool {
+// listener is the pid of a session of db listening for new events, 0
+// when none is.
+func listener(t *testing.T, conn *pgx.Conn, db string) int32 {
 	t.Helper()
-	var n int
-	if err := conn.QueryRow(t.Context(), `SELECT count(*) FROM pg_stat_activity
-		WHERE datname = $1 AND query = 'LISTEN hookgate_stored'`, db).Scan(&n); err != nil {
+	var pid int32
+	if err := conn.QueryRow(t.Context(), `SELECT coalesce(max(pid), 0) FROM pg_stat_activity
+		WHERE datname = $1 AND query = 'LISTEN hookgate_stored'`, db).Scan(&pid); err != nil {
 		t.Fatal(err)
 	}
-	return n > 0
+	return pid
+}
+
+// watch runs s.Watch until t ends; each wake sends on the channel it
+// returns.
+func watch(t *testing.T, s *postgres.Store) chan struct{} {
+	t.Helper()
+	wakes := make(chan struct{}, 16)
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() { done <- s.Watch(ctx, func() { wakes <- struct{}{} }) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Watch: %v", err)
+		}
+	})
+	return wakes
 }
 
 // A node watching the inbox wakes when another node's Accept stores new
@@ -32,28 +51,8 @@ func TestWatch(t *testing.T) {
 	a, b := open(t, url, nil), open(t, url, nil)
 	db := dbName(t, url)
 	conn := admin(t)
-	// listener is the pid of the session listening, 0 when none is.
-	listener := func() int32 {
-		var pid int32
-		if err := conn.QueryRow(t.Context(), `SELECT coalesce(max(pid), 0) FROM pg_stat_activity
-			WHERE datname = $1 AND query = 'LISTEN hookgate_stored'`, db).Scan(&pid); err != nil {
-			t.Fatal(err)
-		}
-		return pid
-	}
-	listening := func() bool { return listener() != 0 }
-
-	wakes := make(chan struct{}, 16)
-	ctx, cancel := context.WithCancel(t.Context())
-	done := make(chan error, 1)
-	go func() { done <- b.Watch(ctx, func() { wakes <- struct{}{} }) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("Watch: %v", err)
-		}
-	})
-	waitFor(t, "b to listen", listening)
+	wakes := watch(t, b)
+	waitFor(t, "b to listen", func() bool { return listener(t, conn, db) != 0 })
 
 	accept := func(items ...inbox.Item) {
 		t.Helper()
@@ -79,7 +78,7 @@ func TestWatch(t *testing.T) {
 	case <-time.After(200 * time.Millisecond):
 	}
 
-	old := listener()
+	old := listener(t, conn, db)
 	var cut bool
 	if err := conn.QueryRow(t.Context(), `SELECT pg_terminate_backend($1)`, old).Scan(&cut); err != nil || !cut {
 		t.Fatalf("cut the listening session %d: %v", old, err)
@@ -87,7 +86,7 @@ func TestWatch(t *testing.T) {
 	woken("the listening session was cut")
 	// The cut session may linger in pg_stat_activity while it ends: wait
 	// for the new one.
-	waitFor(t, "b to listen again", func() bool { p := listener(); return p != 0 && p != old })
+	waitFor(t, "b to listen again", func() bool { p := listener(t, conn, db); return p != 0 && p != old })
 	accept(testItem("three"))
 	woken("a batch after the session came back")
 }
@@ -104,19 +103,10 @@ func TestWatchOwnAccepts(t *testing.T) {
 	for name, url := range map[string]string{"direct": url, "pooler": pgtest.NewBouncer(t, pgtest.Transaction).URL(t, url)} {
 		t.Run(name, func(t *testing.T) {
 			s := open(t, url, nil)
-			wakes := make(chan struct{}, 16)
-			ctx, cancel := context.WithCancel(t.Context())
-			done := make(chan error, 1)
-			go func() { done <- s.Watch(ctx, func() { wakes <- struct{}{} }) }()
-			t.Cleanup(func() {
-				cancel()
-				if err := <-done; err != nil {
-					t.Errorf("Watch: %v", err)
-				}
-			})
+			wakes := watch(t, s)
 			if name == "direct" {
 				conn := admin(t)
-				waitFor(t, "the store to listen", func() bool { return listens(t, conn, dbName(t, url)) })
+				waitFor(t, "the store to listen", func() bool { return listener(t, conn, dbName(t, url)) != 0 })
 			}
 			// Accept wakes only once Watch has started: wait for the
 			// first wake.
