@@ -37,10 +37,10 @@ type Watcher interface {
 	// Watch calls wake soon after new events are committed, by this node
 	// or another, until ctx ends; for a batch that this node's Accept
 	// (or AcceptRecovered) stored it calls wake once, before that
-	// returns, so its caller need not wake the workers itself. A notification may be lost (a
-	// dropped connection); wake is then called when watching resumes,
-	// and the workers' poll remains the fallback. Watch returns when ctx
-	// ends.
+	// returns, so its caller need not wake the workers itself. A
+	// notification may be lost (a dropped connection); wake is then
+	// called when watching resumes, and the workers' poll remains the
+	// fallback. Watch returns when ctx ends.
 	Watch(ctx context.Context, wake func()) error
 }
 

@@ -35,8 +35,8 @@ const (
 	DefaultIdle = time.Second
 	// DefaultGather is how far apart the leases that follow a batch short
 	// of full are: at 1,000 events/s a batch gathers some 25 events
-	// instead of the 7 or 8 of one intake commit, for a few
-	// milliseconds' more latency.
+	// instead of one intake commit's 3 to 8, for about 12 ms more
+	// latency to the destination (docs/benchmarks.md).
 	DefaultGather = 25 * time.Millisecond
 	// DefaultBackoffBase is the ceiling of the first retry's delay.
 	DefaultBackoffBase = time.Duration(config.DefaultRetryInitial)
