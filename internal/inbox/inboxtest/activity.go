@@ -12,10 +12,7 @@ import (
 // now) by step, skipping the case when the store counts none.
 func (b *bundle) activity(until time.Time, step time.Duration) []inbox.Activity {
 	b.t.Helper()
-	r, ok := b.store.(inbox.ActivityReader)
-	if !ok {
-		b.t.Skipf("%T is not an inbox.ActivityReader", b.store)
-	}
+	r := capability[inbox.ActivityReader](b)
 	got, err := r.Activity(b.ctx, start, until, step)
 	if err != nil {
 		b.t.Fatalf("Activity(%v): %v", step, err)

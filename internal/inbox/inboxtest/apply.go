@@ -179,23 +179,12 @@ func testEntityUnknown(b *bundle) {
 	notFound(b.t, "Entity of an unknown id", err)
 }
 
-// applyFinisher is the store's ApplyFinish; a case skips a store without
-// it.
-func (b *bundle) applyFinisher() inbox.ApplyFinisher {
-	b.t.Helper()
-	af, ok := b.store.(inbox.ApplyFinisher)
-	if !ok {
-		b.t.Skip("the store applies and finishes in writes of their own")
-	}
-	return af
-}
-
 // testApplyFinish applies a leased batch and finishes it in one call:
 // decide sees Apply's results in the batch's order, and the results it
 // returns, for events applied or not, are recorded as Finish records
 // them.
 func testApplyFinish(b *bundle) {
-	af := b.applyFinisher()
+	af := capability[inbox.ApplyFinisher](b)
 	ids := b.add(item("open", entity("ch_1", 10, "open")), item("paid", entity("ch_1", 20, "paid")),
 		item("other", entity("ch_2", 10, "open")), item("invalid"))
 	evs := b.lease("w", len(ids))
@@ -239,7 +228,7 @@ func testApplyFinish(b *bundle) {
 // not recorded and is named lost, but its Apply result is, so that the
 // worker now holding it reads the same result.
 func testApplyFinishLost(b *bundle) {
-	af := b.applyFinisher()
+	af := capability[inbox.ApplyFinisher](b)
 	ids := b.add(item("a", entity("ch_1", 10, "open")), item("b", entity("ch_2", 10, "open")))
 	evs := b.lease("w1", 2)
 	b.clock.Advance(lease)
@@ -268,7 +257,7 @@ func testApplyFinishLost(b *bundle) {
 // recorded, the error is the caller's (not the store being unavailable),
 // and the events stay leased.
 func testApplyFinishFails(b *bundle) {
-	af := b.applyFinisher()
+	af := capability[inbox.ApplyFinisher](b)
 	ids := b.add(item("a", entity("ch_1", 10, "open")))
 	evs := b.lease("w", 1)
 	boom := errors.New("boom")

@@ -10,10 +10,7 @@ import (
 // A held lane leases nothing until it is released, whatever the circuit
 // records meanwhile; Stats says it is held; other lanes go on.
 func testHoldLane(b *bundle) {
-	h, ok := b.store.(inbox.LaneHolder)
-	if !ok {
-		b.t.Skipf("%T is not an inbox.LaneHolder", b.store)
-	}
+	h := capability[inbox.LaneHolder](b)
 	audit := inbox.Lane{Source: "shop", Destination: "audit"}
 	ids := b.add(item("a"))
 	if err := h.HoldLane(b.ctx, app, true); err != nil {
@@ -56,10 +53,7 @@ func testHoldLane(b *bundle) {
 // RecentAttempts reads a destination's attempts, newest first, across
 // events and sources, and none of another destination's.
 func testRecentAttempts(b *bundle) {
-	log, ok := b.store.(inbox.AttemptLog)
-	if !ok {
-		b.t.Skipf("%T is not an inbox.AttemptLog", b.store)
-	}
+	log := capability[inbox.AttemptLog](b)
 	other := inbox.Lane{Source: "other", Destination: "app"}
 	ids := b.add(item("a"), item("b"), item("c", from("other")))
 	b.lease("w", 3)

@@ -12,20 +12,10 @@ import (
 	"github.com/hookgate/hookgate/internal/inbox"
 )
 
-// ordered returns the store's OrderedDispatcher, or skips the case.
-func (b *bundle) ordered() inbox.OrderedDispatcher {
-	b.t.Helper()
-	o, ok := b.store.(inbox.OrderedDispatcher)
-	if !ok {
-		b.t.Skip("the store does not keep per-key order (no inbox.OrderedDispatcher)")
-	}
-	return o
-}
-
 // dispatchOrdered records done and leases up to n heads of lane for owner.
 func (b *bundle) dispatchOrdered(owner string, lane inbox.Lane, n int, done ...inbox.Done) []inbox.Task {
 	b.t.Helper()
-	out, err := b.ordered().DispatchOrdered(b.ctx, owner, lane, done, n, lease)
+	out, err := capability[inbox.OrderedDispatcher](b).DispatchOrdered(b.ctx, owner, lane, done, n, lease)
 	if err != nil {
 		b.t.Fatalf("DispatchOrdered: %v", err)
 	}
@@ -65,7 +55,7 @@ func leased(tasks []inbox.Task) []string {
 // is skipped and the next one counts it; an expired lease frees the key
 // for another owner, and the late record of the first is lost.
 func testOrderedHeads(b *bundle) {
-	b.ordered()
+	capability[inbox.OrderedDispatcher](b)
 	ids := b.add(item("a3", entity("a", 3, "s")), item("a1", entity("a", 1, "s")), item("a2", entity("a", 2, "s")),
 		item("b5", entity("b", 5, "s")), item("b5bis", entity("b", 5, "s")))
 	b.toDeliverOrdered(ids, []string{"A", "A", "A", "B", "B"})
@@ -102,7 +92,7 @@ func testOrderedHeads(b *bundle) {
 	if want := []string{fmt.Sprintf("A#2:%d", a2)}; !slices.Equal(leased(got), want) || got[0].Delivery.Skipped != 1 {
 		b.t.Fatalf("after n1's lease expired: %v, want %v again, still reporting the skip", leased(got), want)
 	}
-	out, err := b.ordered().DispatchOrdered(b.ctx, "n1", app, []inbox.Done{b.ended(a2, "app", inbox.DeliveryDelivered, 200, "late")}, 10, lease)
+	out, err := capability[inbox.OrderedDispatcher](b).DispatchOrdered(b.ctx, "n1", app, []inbox.Done{b.ended(a2, "app", inbox.DeliveryDelivered, 200, "late")}, 10, lease)
 	if err != nil {
 		b.t.Fatal(err)
 	}
@@ -135,11 +125,8 @@ func skippedOf(tasks []inbox.Task) []int {
 // again, before the deliveries that waited; BlockedKeys lists the key
 // with its event, and SkipKey passes over it.
 func testOrderedBlock(b *bundle) {
-	b.ordered()
-	skipper, ok := b.store.(inbox.OrderSkipper)
-	if !ok {
-		b.t.Skip("the store cannot skip a blocked key (no inbox.OrderSkipper)")
-	}
+	capability[inbox.OrderedDispatcher](b)
+	skipper := capability[inbox.OrderSkipper](b)
 	ids := b.add(item("k1", entity("k", 1, "s")), item("k2", entity("k", 2, "s")), item("k3", entity("k", 3, "s")),
 		item("o1", entity("o", 1, "s")))
 	b.toDeliverOrdered(ids, []string{"K", "K", "K", "O"})
@@ -213,7 +200,7 @@ func laneOf(st inbox.Stats, lane inbox.Lane) inbox.LaneState {
 // made in version order with positions 1, 2, 3...
 func testNodesOrderedRace(n *nodes) {
 	b := n.bundles[0]
-	b.ordered()
+	capability[inbox.OrderedDispatcher](b)
 	const (
 		keys    = 20
 		perKey  = 15

@@ -11,21 +11,11 @@ import (
 	"github.com/hookgate/hookgate/internal/inbox"
 )
 
-// rated returns the store's RatedDispatcher, or skips the case.
-func (b *bundle) rated() inbox.RatedDispatcher {
-	b.t.Helper()
-	r, ok := b.store.(inbox.RatedDispatcher)
-	if !ok {
-		b.t.Skip("the store keeps no rate (no inbox.RatedDispatcher)")
-	}
-	return r
-}
-
 // dispatchRated records done and leases up to n deliveries of lane for
 // owner under l.
 func (b *bundle) dispatchRated(owner string, n int, l inbox.RateLimit, done ...inbox.Done) inbox.Dispatched {
 	b.t.Helper()
-	out, err := b.rated().DispatchRated(b.ctx, owner, app, done, n, lease, l)
+	out, err := capability[inbox.RatedDispatcher](b).DispatchRated(b.ctx, owner, app, done, n, lease, l)
 	if err != nil {
 		b.t.Fatalf("DispatchRated: %v", err)
 	}
@@ -63,7 +53,7 @@ func delays(now time.Time, tasks []inbox.Task) []time.Duration {
 // ordered lane leases its heads under the rate; Reslot gives deliveries
 // leased earlier the next free slots.
 func testRated(b *bundle) {
-	b.rated()
+	capability[inbox.RatedDispatcher](b)
 	b.toDeliverMany("e", 30)
 	r := inbox.RateLimit{Rate: inbox.Rate{Events: 40, Per: time.Second}} // a slot each 25ms
 	ms := func(v ...int) string {
@@ -112,7 +102,7 @@ func testRated(b *bundle) {
 	}
 	// Deliveries whose slots passed while their node was held up take
 	// the next free ones.
-	slots, err := b.rated().Reslot(b.ctx, app, r, 2)
+	slots, err := capability[inbox.RatedDispatcher](b).Reslot(b.ctx, app, r, 2)
 	if err != nil || len(slots) != 2 || fmt.Sprint([]time.Duration{slots[0].Sub(b.clock.Now()), slots[1].Sub(b.clock.Now())}) != ms(125, 150) {
 		b.t.Fatalf("Reslot: %v, %v; want %s from now", slots, err, ms(125, 150))
 	}
@@ -126,7 +116,7 @@ func testRated(b *bundle) {
 // one delivery, and the slots follow each other one interval apart.
 func testNodesRatedRace(n *nodes) {
 	b := n.bundles[0]
-	b.rated()
+	capability[inbox.RatedDispatcher](b)
 	const deliveries = 200
 	b.toDeliverMany("e", deliveries)
 	// 800 slots within reach: every dispatch takes slots.

@@ -33,21 +33,11 @@ func ExerciseReconciliations(t *testing.T, newStore func(t *testing.T, clock *Cl
 	}
 }
 
-// reconciliations returns the store's Reconciliations, or skips the case.
-func (b *bundle) reconciliations() inbox.Reconciliations {
-	b.t.Helper()
-	r, ok := b.store.(inbox.Reconciliations)
-	if !ok {
-		b.t.Skip("the store keeps no reconciliation checkpoints (no inbox.Reconciliations)")
-	}
-	return r
-}
-
 // testVia: an event AcceptRecovered stores is recorded as recovered in
 // Get, List and Lease; one whose webhook came first stays as it came, and
 // the webhook of a recovered event is a duplicate.
 func testVia(b *bundle) {
-	r := b.reconciliations()
+	r := capability[inbox.Reconciliations](b)
 	ids := b.add(item("evt_webhook"))
 	out, err := r.AcceptRecovered(b.ctx, []inbox.Item{item("evt_webhook"), item("evt_listed")})
 	if err != nil {
@@ -91,7 +81,7 @@ func testVia(b *bundle) {
 // first save; each save replaces the source's checkpoint and leaves the
 // others' alone; Checkpoints lists every source by name.
 func testCheckpointRoundTrip(b *bundle) {
-	r := b.reconciliations()
+	r := capability[inbox.Reconciliations](b)
 	cp, err := r.Checkpoint(b.ctx, "pay")
 	if err != nil {
 		b.t.Fatal(err)
@@ -153,7 +143,7 @@ func checkCheckpoint(t *testing.T, got, want inbox.Checkpoint) {
 // of events accepted or recovered, within their window, however many are
 // asked at once, in the order asked.
 func testHave(b *bundle) {
-	r := b.reconciliations()
+	r := capability[inbox.Reconciliations](b)
 	var items []inbox.Item
 	for i := range 300 {
 		items = append(items, item(fmt.Sprintf("evt_%03d", i)))
@@ -189,7 +179,7 @@ func testHave(b *bundle) {
 // final, each with that event's payload; an entity that reached a final
 // state, or was last written by another source, is not among them.
 func testOpenEntities(b *bundle) {
-	r := b.reconciliations()
+	r := capability[inbox.Reconciliations](b)
 	ids := b.add(
 		item("ch_1-open", entity("ch_1", 10, "open")),
 		item("ch_2-paid", entity("ch_2", 10, "paid")),

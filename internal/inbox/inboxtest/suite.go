@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"maps"
+	"reflect"
 	"slices"
 	"testing"
 	"time"
@@ -326,4 +327,15 @@ func notFound(t *testing.T, what string, err error) {
 // sameKeys reports whether m has exactly the keys want.
 func sameKeys[V any](m map[int64]V, want ...int64) bool {
 	return slices.Equal(slices.Sorted(maps.Keys(m)), sorted(want...))
+}
+
+// capability returns the store as a T, one of the inbox's optional
+// capabilities, or skips the case when the store is not one.
+func capability[T any](b *bundle) T {
+	b.t.Helper()
+	c, ok := b.store.(T)
+	if !ok {
+		b.t.Skipf("%T is not an %v", b.store, reflect.TypeFor[T]())
+	}
+	return c
 }
