@@ -31,8 +31,10 @@ const watchRetry = 5 * time.Second
 // transaction pooler hears nothing, and the workers poll for the other
 // nodes' events.
 func (s *Store) Watch(ctx context.Context, wake func()) error {
-	s.wake.Store(&wake)
-	defer s.wake.Store(nil)
+	mine := &wake
+	s.wake.Store(mine)
+	// A later Watch's wake, if one started meanwhile, stays.
+	defer s.wake.CompareAndSwap(mine, nil)
 	if s.session == nil {
 		<-ctx.Done()
 		return nil
